@@ -1,0 +1,63 @@
+"""The checks every write passes: floors, secrets, tombstones, and similar or superseded entries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ctxkeeper import secretscan, similarity
+from ctxkeeper.errors import PreviouslyRejectedError
+from ctxkeeper.model import clean_fields
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Collection, Iterable, Mapping
+
+    from ctxkeeper._types import JSONObject, JSONValue
+    from ctxkeeper.model import Floors
+
+
+@dataclass(frozen=True)
+class CaptureReport:
+    """What a write should tell its caller without refusing: advisory findings."""
+
+    similar_entries: list[JSONObject]
+    """Close entries of any status, each labelled likely_restatement or likely_contradiction."""
+    possible_supersession: list[str]
+    """Live entries this one may replace (same kind, overlapping scope and tags); not acted on."""
+
+
+def check_candidate(
+    kind: str,
+    fields: Mapping[str, object],
+    stored: Iterable[Mapping[str, JSONValue]],
+    *,
+    floors: Floors,
+    exclude: Collection[str] = (),
+) -> tuple[JSONObject, CaptureReport]:
+    """Validate a record or update candidate and return its cleaned fields and findings.
+
+    Order matters: the shape and floors first (cheap, and they say what to add), then the
+    secret scan (before any text can be echoed back), then the tombstones, which refuse.
+
+    :param exclude: ids not to compare against (the entry being updated, entries being
+        superseded by this very write).
+    :raise ValidationError: a field is missing, mistyped or below its floor.
+    :raise SecretDetectedError: a field holds a secret-shaped string.
+    :raise PreviouslyRejectedError: the content matches a deprecated or rejected entry.
+    """
+    clean = clean_fields(kind, fields, floors)
+    secretscan.check_fields(clean)
+    candidate: JSONObject = {"kind": kind, **clean}
+    others = [entry for entry in stored if entry.get("id") not in exclude]
+    tombstone = similarity.matching_tombstone(candidate, others)
+    if tombstone is not None:
+        entry, score = tombstone
+        raise PreviouslyRejectedError(
+            str(entry["id"]),
+            str(entry.get("status")),
+            str(entry.get("status_reason") or "no reason was recorded"),
+            score,
+        )
+    similar = [dict(item) for item in similarity.similar_entries(candidate, others)]
+    superseding = similarity.possible_supersession(candidate, others)
+    return clean, CaptureReport(similar_entries=similar, possible_supersession=superseding)  # type: ignore[arg-type]

@@ -1,0 +1,389 @@
+"""The ``ctxkeeper`` command line: a thin door that parses argv and renders the verbs' results."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import NoReturn
+
+from ctxkeeper import __version__, render
+from ctxkeeper.errors import CtxkeeperError, UsageError
+from ctxkeeper.model import KIND_FIELDS, KINDS, STATUSES, TEXT_FIELDS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from ctxkeeper._types import JSONObject, JSONValue
+    from ctxkeeper.store import Store
+
+#: Verbs only a person at a terminal may run (DESIGN.md, "Review policy").
+HUMAN_VERBS = ("approve", "reject", "lift", "purge")
+_LIST_INPUTS = ("alternatives", "steps", "scope", "tags", "related_to", "supersedes")
+_SCALAR_INPUTS = (
+    "summary",
+    "problem",
+    "why_chosen",
+    "rule",
+    "reason",
+    "hardness",
+    "name",
+    "purpose",
+    "valid_from",
+    "valid_until",
+)
+_PROMPTS = {
+    "summary": "summary: what was decided, in one line",
+    "problem": "problem: what forced a choice",
+    "why_chosen": "why chosen: why this option won",
+    "rule": "rule: what must (or must not) be done",
+    "reason": "reason: the incident or cost behind the rule",
+    "hardness": "hardness: hard (stops the first edit until read) or soft",
+    "name": "name",
+    "purpose": "purpose: what the procedure achieves and when to run it",
+}
+
+
+class _Args(argparse.Namespace):
+    command: str
+    project_dir: str | None
+    json: bool
+    kind: str
+    ids: list[str]
+    id: str
+    reason: str | None
+    statuses: list[str] | None
+    kinds: list[str] | None
+    repair: bool
+    yes: bool
+
+
+class _FailureError(Exception):
+    """An error already worded for the terminal, with its exit status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _fail(message: str, status: int = 1) -> NoReturn:
+    raise _FailureError(message, status)
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--project-dir", help="project root (default: CLAUDE_PROJECT_DIR, git top-level, or cwd)"
+    )
+    common.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    parser = argparse.ArgumentParser(
+        prog="ctxkeeper",
+        description="Typed project memory for coding agents: decisions, constraints, pipelines.",
+    )
+    parser.add_argument("--version", action="version", version=f"ctxkeeper {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="VERB")
+
+    sub.add_parser(
+        "init", parents=[common], help="create .context/ with config.json and .gitignore"
+    )
+    add = sub.add_parser("add", parents=[common], help="record an entry (origin: user)")
+    add.add_argument("kind", choices=KINDS)
+    for field in _SCALAR_INPUTS:
+        add.add_argument("--" + field.replace("_", "-"), dest=field, default=None)
+    for field in _LIST_INPUTS:
+        add.add_argument("--" + field.replace("_", "-"), dest=field, action="append", default=None)
+
+    listing = sub.add_parser("list", parents=[common], help="list entries")
+    listing.add_argument("--kind", dest="kinds", action="append", choices=KINDS)
+    listing.add_argument("--status", dest="statuses", action="append", choices=STATUSES)
+    for verb, text in (("show", "show one entry"), ("history", "show an entry's revisions")):
+        sub.add_parser(verb, parents=[common], help=text).add_argument("id")
+    sub.add_parser("status", parents=[common], help="counts, pending reviews")
+    sub.add_parser("review", parents=[common], help="list entries awaiting review")
+    doctor = sub.add_parser("doctor", parents=[common], help="verify journal and entries")
+    doctor.add_argument(
+        "--repair", action="store_true", help="rebuild a corrupt entries.json from the journal"
+    )
+
+    for verb, text in (
+        ("approve", "approve proposed entries"),
+        ("reject", "reject proposed entries"),
+    ):
+        human = sub.add_parser(verb, parents=[common], help=text + " (terminal only)")
+        human.add_argument("ids", nargs="+", metavar="ID")
+        human.add_argument("--reason", required=verb == "reject")
+    lift = sub.add_parser("lift", parents=[common], help="lift a tombstone (terminal only)")
+    lift.add_argument("id")
+    lift.add_argument("--reason")
+    purge = sub.add_parser("purge", parents=[common], help="remove an entry (terminal only)")
+    purge.add_argument("id")
+    purge.add_argument("--reason", required=True)
+
+    sub.add_parser("demo", parents=[common], help="walk through ctxkeeper on a sample store")
+    sub.add_parser("serve", parents=[common], help="run the MCP stdio server")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one verb; return the exit status (0 ok, 1 refused or failed, 2 usage)."""
+    args = _parser().parse_args(argv, _Args())
+    try:
+        handler = _HANDLERS[args.command]
+        return handler(args)
+    except _FailureError as failure:
+        return _report_error(args, "error", str(failure), failure.status)
+    except UsageError as exc:
+        return _report_error(args, exc.code, str(exc), 2)
+    except CtxkeeperError as exc:
+        return _report_error(args, exc.code, str(exc), 1)
+    except KeyboardInterrupt:
+        return _report_error(args, "interrupted", "interrupted; nothing was written", 1)
+
+
+def _report_error(args: _Args, code: str, message: str, status: int) -> int:
+    if getattr(args, "json", False):
+        print(json.dumps({"error": code, "message": message}))
+    print(f"ctxkeeper: {message}", file=sys.stderr)
+    return status
+
+
+def _store(args: _Args) -> Store:
+    from ctxkeeper.store import Store
+
+    store = Store.open(args.project_dir)
+    if args.command != "init":
+        store.require()
+    return store
+
+
+def _emit(args: _Args, data: JSONValue, text: str) -> int:
+    print(json.dumps(data, indent=2, ensure_ascii=False) if args.json else text)
+    return 0
+
+
+def _init(args: _Args) -> int:
+    store = _store(args)
+    created = store.init()
+    text = f"initialised {store.dir}" + (
+        f" (created {', '.join(created)})" if created else " (already there)"
+    )
+    return _emit(args, {"dir": store.dir, "created": list(created)}, text)
+
+
+def _interactive() -> bool:
+    return sys.stdin.isatty()
+
+
+def _prompt_missing(kind: str, fields: dict[str, object]) -> None:
+    """Ask a person at a terminal for each missing required field of ``kind``."""
+    needed = [*TEXT_FIELDS[kind], *(["hardness"] if kind == "constraint" else [])]
+    for field in needed:
+        if field not in fields:
+            fields[field] = input(_PROMPTS[field] + ": ").strip()
+    if kind == "pipeline" and "steps" not in fields:
+        steps: list[str] = []
+        while step := input(f"step {len(steps) + 1} (empty line to finish): ").strip():
+            steps.append(step)
+        fields["steps"] = steps
+
+
+def _add(args: _Args) -> int:
+    from ctxkeeper.verbs import record_entry, user_actor
+
+    store = _store(args)
+    given = vars(args)
+    allowed = set(KIND_FIELDS[args.kind]) | {
+        "scope",
+        "tags",
+        "related_to",
+        "supersedes",
+        "valid_from",
+        "valid_until",
+    }
+    fields: dict[str, object] = {}
+    for field in (*_SCALAR_INPUTS, *_LIST_INPUTS):
+        value = given.get(field)
+        if value is None:
+            continue
+        if field not in allowed:
+            flag = "--" + field.replace("_", "-")
+            _fail(
+                f"{flag} is not a {args.kind} field; {args.kind} takes {', '.join(KIND_FIELDS[args.kind])}",
+                2,
+            )
+        fields[field] = value
+    if _interactive():
+        _prompt_missing(args.kind, fields)
+    supersedes = fields.pop("supersedes", None)
+    result = record_entry(
+        store,
+        args.kind,
+        fields,
+        actor=user_actor(),
+        supersedes=list(supersedes) if isinstance(supersedes, list) else None,
+    )
+    entry = result["entry"]
+    assert isinstance(entry, dict)
+    lines = [f"recorded {result['id']}", render.block(entry)]
+    lines.extend(_similar_lines(result))
+    return _emit(args, result, "\n".join(lines))
+
+
+def _similar_lines(result: JSONObject) -> list[str]:
+    similar = result.get("similar_entries")
+    superseding = result.get("possible_supersession")
+    lines = [
+        f"note: {item.get('label')} of {item.get('id')} ({item.get('status')}, "
+        f"similarity {item.get('similarity')})"
+        for item in (similar if isinstance(similar, list) else [])
+        if isinstance(item, dict)
+    ]
+    lines.extend(
+        f"note: this may supersede {entry_id}; if so, record it with --supersedes {entry_id}"
+        for entry_id in (superseding if isinstance(superseding, list) else [])
+    )
+    return lines
+
+
+def _list(args: _Args) -> int:
+    entries = sorted(_store(args).load().entries.values(), key=lambda e: str(e["id"]))
+    if args.kinds:
+        entries = [e for e in entries if e.get("kind") in args.kinds]
+    if args.statuses:
+        entries = [e for e in entries if e.get("status") in args.statuses]
+    text = "\n".join(render.one_line(e) for e in entries) or "no entries"
+    return _emit(args, {"results": list(entries), "total": len(entries)}, text)
+
+
+def _show(args: _Args) -> int:
+    entry = _store(args).get(_checked_id(args.id))
+    return _emit(args, entry, render.block(entry))
+
+
+def _checked_id(entry_id: str) -> str:
+    from ctxkeeper.model import check_id
+
+    return check_id(entry_id)
+
+
+def _history(args: _Args) -> int:
+    from ctxkeeper.verbs import get_entry
+
+    result = get_entry(_store(args), _checked_id(args.id))
+    history = result["history"]
+    assert isinstance(history, list)
+    return _emit(args, result, f"history of {args.id}\n" + render.history(history))
+
+
+def _status(args: _Args) -> int:
+    store = _store(args)
+    entries = list(store.load().entries.values())
+    counts: dict[str, JSONValue] = {}
+    for kind in KINDS:
+        by_status: dict[str, JSONValue] = {}
+        for status in STATUSES:
+            n = sum(1 for e in entries if e.get("kind") == kind and e.get("status") == status)
+            if n:
+                by_status[status] = n
+        counts[kind] = by_status
+    pending = sum(1 for e in entries if e.get("status") == "proposed")
+    lines = [f"{store.dir}: {len(entries)} entries, {pending} awaiting review"]
+    lines += [
+        f"  {kind}: " + (", ".join(f"{n} {s}" for s, n in c.items()) or "none")
+        for kind, c in counts.items()
+        if isinstance(c, dict)
+    ]
+    return _emit(
+        args, {"total": len(entries), "pending_review": pending, "counts": counts}, "\n".join(lines)
+    )
+
+
+def _review(args: _Args) -> int:
+    pending = sorted(
+        (e for e in _store(args).load().entries.values() if e.get("status") == "proposed"),
+        key=lambda e: str(e["id"]),
+    )
+    if not pending:
+        return _emit(args, {"results": [], "total": 0}, "nothing awaits review")
+    text = "\n\n".join(render.block(e) for e in pending)
+    text += "\n\napprove with `ctxkeeper approve ID...`, refuse with `ctxkeeper reject ID... --reason TEXT`"
+    return _emit(args, {"results": list(pending), "total": len(pending)}, text)
+
+
+def _confirm(question: str) -> None:
+    """Human verbs need a person: a terminal on stdin and an explicit yes."""
+    if not _interactive():
+        _fail(
+            "this verb needs a person at an interactive terminal; it cannot run from a script or an agent"
+        )
+    answer = input(f"{question} [y/N] ").strip().lower()
+    if answer not in ("y", "yes"):
+        _fail("cancelled; nothing was changed")
+
+
+def _human(args: _Args) -> int:
+    from ctxkeeper import review
+    from ctxkeeper.verbs import user_actor
+
+    store = _store(args)
+    actor = user_actor()
+    if args.command == "approve":
+        _confirm(f"approve {', '.join(args.ids)}?")
+        done = review.approve(store, args.ids, actor=actor)
+    elif args.command == "reject":
+        _confirm(f"reject {', '.join(args.ids)} (they become tombstones)?")
+        done = review.reject(store, args.ids, args.reason or "", actor=actor)
+    elif args.command == "lift":
+        _confirm(f"lift the tombstone {args.id} (it returns to proposed)?")
+        done = [review.lift(store, args.id, actor=actor, reason=args.reason or "")]
+    else:
+        _confirm(f"purge {args.id} from the store (the journal keeps its history)?")
+        done = [review.purge(store, args.id, args.reason or "", actor=actor)]
+    text = "\n".join(f"{args.command}: {render.one_line(e)}" for e in done)
+    return _emit(args, {"results": list(done)}, text)
+
+
+def _doctor(args: _Args) -> int:
+    from ctxkeeper.doctor import run_doctor
+    from ctxkeeper.verbs import user_actor
+
+    report = run_doctor(_store(args), actor=user_actor(), repair=args.repair)
+    lines = [f"problem: {p}" for p in report.problems] + [f"note: {n}" for n in report.notes]
+    lines.append(
+        "ok: journal chain verified and entries equal its fold"
+        if report.ok
+        else "doctor found problems"
+    )
+    _emit(args, report.as_json(), "\n".join(lines))
+    return 0 if report.ok else 1
+
+
+def _demo(args: _Args) -> int:
+    from ctxkeeper.demo import run_demo
+
+    return run_demo(print)
+
+
+def _serve(args: _Args) -> int:
+    from ctxkeeper.server import main as serve_main
+
+    return serve_main(["--project-dir", args.project_dir] if args.project_dir else [])
+
+
+_HANDLERS: dict[str, Callable[[_Args], int]] = {
+    "init": _init,
+    "add": _add,
+    "list": _list,
+    "show": _show,
+    "history": _history,
+    "status": _status,
+    "review": _review,
+    "approve": _human,
+    "reject": _human,
+    "lift": _human,
+    "purge": _human,
+    "doctor": _doctor,
+    "demo": _demo,
+    "serve": _serve,
+}

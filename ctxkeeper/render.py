@@ -1,0 +1,116 @@
+"""Plain-text renderings of entries and histories, shared by the CLI and the MCP server."""
+
+from __future__ import annotations
+
+import textwrap
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ctxkeeper._types import JSONValue
+
+#: The field that names an entry in one line, per kind.
+HEADLINE_FIELD = {"decision": "summary", "constraint": "rule", "pipeline": "name"}
+_LABELS = {
+    "why_chosen": "why chosen",
+    "status_reason": "status reason",
+    "superseded_by": "superseded by",
+    "related_to": "related to",
+    "valid_from": "valid from",
+    "valid_until": "valid until",
+}
+
+
+def headline(entry: Mapping[str, JSONValue]) -> str:
+    return str(entry.get(HEADLINE_FIELD.get(str(entry.get("kind")), "id"), ""))
+
+
+def status_label(entry: Mapping[str, JSONValue]) -> str:
+    """The status as a reader needs it: unreviewed and retired entries say so."""
+    status = str(entry.get("status"))
+    if status == "proposed":
+        return "proposed, unreviewed"
+    if status == "superseded":
+        return f"superseded by {entry.get('superseded_by')}"
+    return status
+
+
+def one_line(entry: Mapping[str, JSONValue], *, width: int = 100) -> str:
+    hardness = f" {entry['hardness']}" if entry.get("kind") == "constraint" else ""
+    head = f"{entry.get('id')} [{status_label(entry)}{hardness}] "
+    return textwrap.shorten(head + headline(entry), width=width, placeholder="...")
+
+
+def _value(value: JSONValue) -> str:
+    if isinstance(value, list):
+        return "; ".join(str(item) for item in value) if value else "(none)"
+    return "(none)" if value is None else str(value)
+
+
+def block(entry: Mapping[str, JSONValue], *, fields: tuple[str, ...] | None = None) -> str:
+    """A multi-line view of an entry; list fields are bulleted."""
+    lines = [one_line(entry, width=200)]
+    shown = fields or tuple(key for key in entry if key not in ("id", "status"))
+    for key in shown:
+        value = entry.get(key)
+        if value in (None, [], "") and key not in ("scope",):
+            continue
+        label = _LABELS.get(key, key)
+        if key == "scope" and not value:
+            lines.append(f"  {label}: (project-wide)")
+        elif isinstance(value, list) and key in ("steps", "alternatives"):
+            lines.append(f"  {label}:")
+            lines.extend(f"    {n}. {item}" for n, item in enumerate(value, start=1))
+        else:
+            lines.append(f"  {label}: {_value(value)}")
+    return "\n".join(lines)
+
+
+def field_diff(
+    before: Mapping[str, JSONValue] | None, after: Mapping[str, JSONValue] | None
+) -> list[str]:
+    """Changed fields as ``- old`` / ``+ new`` lines, skipping bookkeeping fields."""
+    skip = {"updated_at", "revision"}
+    old = before or {}
+    new = after or {}
+    lines: list[str] = []
+    for key in [*old, *(k for k in new if k not in old)]:
+        if key in skip or old.get(key) == new.get(key):
+            continue
+        label = _LABELS.get(key, key)
+        if key in old:
+            lines.append(f"  - {label}: {_value(old.get(key))}")
+        if key in new:
+            lines.append(f"  + {label}: {_value(new.get(key))}")
+    return lines
+
+
+def history(records: list[JSONValue]) -> str:
+    """One block per revision: when, what, who and why, then the field diff."""
+    out: list[str] = []
+    for number, record in enumerate(records, start=1):
+        if not isinstance(record, dict):
+            continue
+        actor = record.get("actor")
+        who = "?"
+        if isinstance(actor, dict):
+            who = str(actor.get("origin"))
+            detail = actor.get("user") or actor.get("session_id")
+            who += f" ({detail})" if detail else ""
+        reason = f": {record['reason']}" if record.get("reason") else ""
+        out.append(f"#{number} {record.get('at')} {record.get('op')} by {who}{reason}")
+        before = record.get("before")
+        after = record.get("after")
+        diff = field_diff(
+            before if isinstance(before, dict) else None,
+            after if isinstance(after, dict) else None,
+        )
+        if record.get("op") == "record":
+            diff = (
+                [f"  + {line}" for line in block(after).splitlines()[1:]]
+                if isinstance(after, dict)
+                else []
+            )
+        out.extend(diff)
+    return "\n".join(out)

@@ -1,0 +1,98 @@
+"""The human verbs: approve, reject, lift, purge. The MCP server never imports this module.
+
+That absence is the gate (DESIGN.md: "the gate is structural, not a flag"): an agent has no
+code path to these verbs, and a test asserts the server's import graph never reaches here.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from ctxkeeper import times
+from ctxkeeper.errors import StateError, UsageError
+from ctxkeeper.model import TOMBSTONE_STATUSES, check_id
+from ctxkeeper.verbs import set_status
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ctxkeeper._types import JSONObject
+    from ctxkeeper.store import Store
+
+HUMAN_REASON_FLOOR: Final = 10
+
+
+def _reason(reason: str, verb: str) -> str:
+    text = reason.strip()
+    if len(text) < HUMAN_REASON_FLOOR:
+        raise UsageError(f"{verb} needs --reason of at least {HUMAN_REASON_FLOOR} characters")
+    return text
+
+
+def approve(store: Store, entry_ids: list[str], *, actor: JSONObject) -> list[JSONObject]:
+    """Make proposed entries active (a person reviewed them)."""
+    at = times.now_iso()
+    done: list[JSONObject] = []
+    with store.transaction() as tx:
+        for entry_id in map(check_id, entry_ids):
+            status = tx.get(entry_id).get("status")
+            if status != "proposed":
+                raise StateError(f"{entry_id} is {status}; only proposed entries are approved")
+            done.append(
+                set_status(tx, entry_id, "active", op="approve", actor=actor, reason=None, at=at)
+            )
+    return done
+
+
+def reject(
+    store: Store, entry_ids: list[str], reason: str, *, actor: JSONObject
+) -> list[JSONObject]:
+    """Refuse proposed entries; each becomes a tombstone carrying the reason."""
+    why = _reason(reason, "reject")
+    at = times.now_iso()
+    done: list[JSONObject] = []
+    with store.transaction() as tx:
+        for entry_id in map(check_id, entry_ids):
+            status = tx.get(entry_id).get("status")
+            if status != "proposed":
+                raise StateError(
+                    f"{entry_id} is {status}; reject is for proposed entries "
+                    "(retire an active one with deprecate)"
+                )
+            done.append(
+                set_status(tx, entry_id, "rejected", op="reject", actor=actor, reason=why, at=at)
+            )
+    return done
+
+
+def lift(store: Store, entry_id: str, *, actor: JSONObject, reason: str = "") -> JSONObject:
+    """Lift a tombstone: the entry returns to ``proposed`` and stops refusing new writes.
+
+    It comes back for review rather than straight to ``active``, so a rule retired for a
+    reason is not silently re-imposed; a successor can now supersede it.
+    """
+    check_id(entry_id)
+    at = times.now_iso()
+    with store.transaction() as tx:
+        status = tx.get(entry_id).get("status")
+        if status not in TOMBSTONE_STATUSES:
+            raise StateError(f"{entry_id} is {status}, not a tombstone; there is nothing to lift")
+        return set_status(
+            tx,
+            entry_id,
+            "proposed",
+            op="lift",
+            actor=actor,
+            reason=reason.strip() or "tombstone lifted by a person",
+            at=at,
+        )
+
+
+def purge(store: Store, entry_id: str, reason: str, *, actor: JSONObject) -> JSONObject:
+    """Remove an entry from the store; the journal keeps its last value and the reason."""
+    why = _reason(reason, "purge")
+    check_id(entry_id)
+    at = times.now_iso()
+    with store.transaction() as tx:
+        before = tx.get(entry_id)
+        tx.put("purge", entry_id, None, actor=actor, reason=why, at=at)
+    return before

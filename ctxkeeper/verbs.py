@@ -1,0 +1,253 @@
+"""The write verbs and single-entry reads every door shares: record, update, deprecate, get."""
+
+from __future__ import annotations
+
+import getpass
+from typing import Final
+
+from ctxkeeper import times
+from ctxkeeper.capture import check_candidate
+from ctxkeeper.errors import StateError, UsageError
+from ctxkeeper.model import (
+    LIVE_STATUSES,
+    TOMBSTONE_STATUSES,
+    check_id,
+    check_kind,
+    editable_view,
+    new_entry,
+    ordered,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ctxkeeper._types import JSONObject, JSONValue
+    from ctxkeeper.store import Store, Transaction
+
+UPDATE_REASON_FLOOR: Final = 10
+DEPRECATE_REASON_FLOOR: Final = 20
+
+
+def user_actor() -> JSONObject:
+    """A person at the CLI; the login name is recorded where the system knows it."""
+    try:
+        name: str | None = getpass.getuser()
+    except (KeyError, OSError):  # No passwd entry (containers) and no LOGNAME.
+        name = None
+    return {"origin": "user", "user": name}
+
+
+def agent_actor(session_id: str | None = None) -> JSONObject:
+    """The agent writing through MCP: it cannot claim any other origin."""
+    return {"origin": "agent", "session_id": session_id}
+
+
+def _require_reason(reason: object, floor: int, verb: str) -> str:
+    text = reason.strip() if isinstance(reason, str) else ""
+    if len(text) < floor:
+        raise UsageError(
+            f"{verb} needs a reason of at least {floor} characters (got {len(text)}): "
+            "say why, for whoever reads the history later"
+        )
+    return text
+
+
+def _require_editable(entry: Mapping[str, JSONValue]) -> None:
+    status = entry.get("status")
+    entry_id = entry.get("id")
+    if status == "superseded":
+        raise StateError(
+            f"{entry_id} is superseded by {entry.get('superseded_by')} and frozen; record a "
+            f"successor with supersedes=[{entry_id!r}] instead of editing history"
+        )
+    if status in TOMBSTONE_STATUSES:
+        raise StateError(
+            f"{entry_id} is {status} (a tombstone) and cannot be changed; only a person can "
+            f"lift it with `ctxkeeper lift {entry_id}`"
+        )
+
+
+def record_entry(
+    store: Store,
+    kind: str,
+    fields: Mapping[str, object],
+    *,
+    actor: JSONObject,
+    supersedes: list[str] | None = None,
+) -> JSONObject:
+    """Record a new entry; return ``id``, ``entry``, ``similar_entries``, ``superseded`` and
+    ``possible_supersession``.
+
+    Agent entries start ``proposed`` under the default review policy; a person's start
+    ``active``. Superseding marks the old entries in the same journaled transaction.
+    """
+    kind = check_kind(kind)
+    old_ids = [check_id(item) for item in dict.fromkeys(supersedes or [])]
+    config = store.config()
+    origin = str(actor["origin"])
+    status = "proposed" if origin == "agent" and config.review == "agent" else "active"
+    at = times.now_iso()
+    with store.transaction() as tx:
+        for old_id in old_ids:
+            old = tx.get(old_id)
+            if old.get("status") not in LIVE_STATUSES:
+                raise StateError(
+                    f"{old_id} is {old.get('status')}; only active or proposed entries can be "
+                    "superseded"
+                )
+        clean, report = check_candidate(
+            kind, fields, tx.entries.values(), floors=config.floors, exclude=old_ids
+        )
+        entry_id = tx.new_id(kind)
+        entry = new_entry(
+            kind,
+            clean,
+            entry_id=entry_id,
+            status=status,
+            origin=origin,
+            at=at,
+            supersedes=old_ids,
+        )
+        tx.put("record", entry_id, entry, actor=actor, reason=None, at=at)
+        for old_id in old_ids:
+            old = dict(tx.get(old_id))
+            old.update(
+                status="superseded",
+                superseded_by=entry_id,
+                updated_at=at,
+                revision=_revision(old) + 1,
+            )
+            tx.put("supersede", old_id, old, actor=actor, reason=f"superseded by {entry_id}", at=at)
+    return {
+        "id": entry_id,
+        "entry": entry,
+        "similar_entries": list(report.similar_entries),
+        "superseded": list(old_ids),
+        "possible_supersession": [i for i in report.possible_supersession if i not in old_ids],
+    }
+
+
+def _revision(entry: Mapping[str, JSONValue]) -> int:
+    revision = entry.get("revision")
+    return revision if isinstance(revision, int) else 1
+
+
+def update_entry(
+    store: Store,
+    entry_id: str,
+    updates: Mapping[str, object],
+    reason: str,
+    *,
+    actor: JSONObject,
+) -> JSONObject:
+    """Change an active or proposed entry; floors re-apply and the before-value is journaled.
+
+    Returns ``id``, ``entry``, ``revision``, ``changed`` (field names) and ``similar_entries``.
+    """
+    check_id(entry_id)
+    why = _require_reason(reason, UPDATE_REASON_FLOOR, "update_entry")
+    if not updates:
+        raise UsageError('updates is empty; give the fields to change, e.g. {"reason": "..."}')
+    config = store.config()
+    at = times.now_iso()
+    with store.transaction() as tx:
+        current = tx.get(entry_id)
+        _require_editable(current)
+        kind = str(current["kind"])
+        merged = {**editable_view(current), **updates}
+        clean, report = check_candidate(
+            kind, merged, tx.entries.values(), floors=config.floors, exclude=[entry_id]
+        )
+        changed = sorted(field for field, value in clean.items() if current.get(field) != value)
+        if not changed:
+            raise UsageError(f"the updates leave {entry_id} unchanged; nothing was written")
+        after = ordered({**current, **clean, "updated_at": at, "revision": _revision(current) + 1})
+        tx.put("update", entry_id, after, actor=actor, reason=why, at=at)
+    return {
+        "id": entry_id,
+        "entry": after,
+        "revision": _revision(after),
+        "changed": list(changed),
+        "similar_entries": list(report.similar_entries),
+    }
+
+
+def deprecate_entry(
+    store: Store,
+    entry_id: str,
+    reason: str,
+    *,
+    actor: JSONObject,
+    superseded_by: str | None = None,
+) -> JSONObject:
+    """Retire an entry with a reason: it becomes a tombstone later writes are checked against."""
+    check_id(entry_id)
+    why = _require_reason(reason, DEPRECATE_REASON_FLOOR, "deprecate_entry")
+    at = times.now_iso()
+    with store.transaction() as tx:
+        current = tx.get(entry_id)
+        _require_editable(current)
+        if superseded_by is not None:
+            if check_id(superseded_by) == entry_id:
+                raise UsageError("an entry cannot be superseded by itself")
+            tx.get(superseded_by)
+        after = ordered(
+            {
+                **current,
+                "status": "deprecated",
+                "status_reason": why,
+                "superseded_by": superseded_by,
+                "updated_at": at,
+                "revision": _revision(current) + 1,
+            }
+        )
+        tx.put("deprecate", entry_id, after, actor=actor, reason=why, at=at)
+    return {"id": entry_id, "entry": after}
+
+
+def get_entry(store: Store, entry_id: str) -> JSONObject:
+    """One entry and its history: every revision's op, actor, reason, before and after."""
+    check_id(entry_id)
+    entry = store.get(entry_id)
+    history: list[JSONValue] = [
+        {
+            "seq": record.get("seq"),
+            "at": record.get("at"),
+            "op": record.get("op"),
+            "actor": record.get("actor"),
+            "reason": record.get("reason"),
+            "before": record.get("before"),
+            "after": record.get("after"),
+        }
+        for record in store.read_journal()
+        if record.get("id") == entry_id
+    ]
+    return {"entry": entry, "history": history}
+
+
+def set_status(
+    tx: Transaction,
+    entry_id: str,
+    status: str,
+    *,
+    op: str,
+    actor: JSONObject,
+    reason: str | None,
+    at: str,
+) -> JSONObject:
+    """Stage a status change (used by the review verbs); returns the new entry."""
+    current = tx.get(entry_id)
+    after = ordered(
+        {
+            **current,
+            "status": status,
+            "status_reason": reason
+            if status in TOMBSTONE_STATUSES
+            else current.get("status_reason"),
+            "updated_at": at,
+            "revision": _revision(current) + 1,
+        }
+    )
+    tx.put(op, entry_id, after, actor=actor, reason=reason, at=at)
+    return after
