@@ -172,9 +172,11 @@ class Store:
         before the journal append, so a refused operation leaves every file untouched.
         """
         self.require()
+        # A write under a config that does not parse would apply unknown floors and policy.
+        config = self.config()
         with fsutil.exclusive_lock(self.path(LOCK_FILE)):
             state = self._recovered() if self._needs_recovery() else self._read_entries()
-            txn = Transaction(state)
+            txn = Transaction(state, config)
             yield txn
             if txn.events:
                 self._commit(state, txn.events)
@@ -199,8 +201,9 @@ class Store:
 class Transaction:
     """Mutations staged against a locked :class:`State`; the store journals them on exit."""
 
-    def __init__(self, state: State) -> None:
+    def __init__(self, state: State, config: Config) -> None:
         self.state = state
+        self.config = config
         self.entries = dict(state.entries)
         self.events: list[JSONObject] = []
 

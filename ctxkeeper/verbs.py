@@ -84,11 +84,10 @@ def record_entry(
     """
     kind = check_kind(kind)
     old_ids = [check_id(item) for item in dict.fromkeys(supersedes or [])]
-    config = store.config()
     origin = str(actor["origin"])
-    status = "proposed" if origin == "agent" and config.review == "agent" else "active"
     at = times.now_iso()
     with store.transaction() as tx:
+        status = "proposed" if origin == "agent" and tx.config.review == "agent" else "active"
         for old_id in old_ids:
             old = tx.get(old_id)
             if old.get("status") not in LIVE_STATUSES:
@@ -97,7 +96,7 @@ def record_entry(
                     "superseded"
                 )
         clean, report = check_candidate(
-            kind, fields, tx.entries.values(), floors=config.floors, exclude=old_ids
+            kind, fields, tx.entries.values(), floors=tx.config.floors, exclude=old_ids
         )
         entry_id = tx.new_id(kind)
         entry = new_entry(
@@ -149,7 +148,6 @@ def update_entry(
     why = _require_reason(reason, UPDATE_REASON_FLOOR, "update_entry")
     if not updates:
         raise UsageError('updates is empty; give the fields to change, e.g. {"reason": "..."}')
-    config = store.config()
     at = times.now_iso()
     with store.transaction() as tx:
         current = tx.get(entry_id)
@@ -157,7 +155,7 @@ def update_entry(
         kind = str(current["kind"])
         merged = {**editable_view(current), **updates}
         clean, report = check_candidate(
-            kind, merged, tx.entries.values(), floors=config.floors, exclude=[entry_id]
+            kind, merged, tx.entries.values(), floors=tx.config.floors, exclude=[entry_id]
         )
         changed = sorted(field for field, value in clean.items() if current.get(field) != value)
         if not changed:

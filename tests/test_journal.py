@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+import pytest
+
+from ctxkeeper import journal
+from ctxkeeper.errors import CorruptFileError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ctxkeeper._types import JSONObject
+
+ACTOR: JSONObject = {"origin": "user", "user": "tester"}
+
+
+def _records(n: int) -> list[JSONObject]:
+    events = [
+        journal.make_event(
+            op="record",
+            entry_id=f"con-00{i}-abcd",
+            before=None,
+            after={"id": f"con-00{i}-abcd", "rule": f"rule {i}"},
+            actor=ACTOR,
+            reason=None,
+            at="2026-11-30T09:15:00Z",
+        )
+        for i in range(1, n + 1)
+    ]
+    return journal.chain(events, seq=0, head=journal.GENESIS, tx="t")
+
+
+class TestChain:
+    def test_intact_chain_verifies(self) -> None:
+        records = _records(3)
+        assert [r["seq"] for r in records] == [1, 2, 3]
+        assert records[0]["prev"] == journal.GENESIS
+        assert records[1]["prev"] == records[0]["hash"]
+        assert journal.verify_chain(records) == []
+
+    @pytest.mark.parametrize(
+        ("mutate", "message"),
+        [
+            pytest.param(
+                lambda r: r[1].update(reason="quietly edited"), "hash does not match", id="edit"
+            ),
+            pytest.param(lambda r: r.pop(1), "where 2 was expected", id="drop-record"),
+            pytest.param(lambda r: r[1].update(prev="f" * 64), "prev does not match", id="relink"),
+            pytest.param(lambda r: r.insert(0, r.pop(2)), "where 1 was expected", id="reorder"),
+        ],
+    )
+    def test_tampering_is_detected(
+        self, mutate: Callable[[list[JSONObject]], object], message: str
+    ) -> None:
+        records = _records(3)
+        assert journal.verify_chain(records) == []
+        mutate(records)
+        problems = journal.verify_chain(records)
+        assert any(message in p for p in problems), problems
+
+
+class TestParse:
+    def test_round_trip_and_torn_tail(self) -> None:
+        data = journal.encode(_records(2))
+        records, ends = journal.parse_lines(data + b'{"seq": 3', "j")
+        assert len(records) == 2
+        assert ends[-1] == len(data)
+
+    def test_bad_line_names_line_and_column(self) -> None:
+        data = journal.encode(_records(1)) + b'{"seq": 2,, }\n'
+        with pytest.raises(CorruptFileError, match=r"^j:2:11: "):
+            journal.parse_lines(data, "j")
+
+    def test_non_object_line(self) -> None:
+        with pytest.raises(CorruptFileError, match="not a JSON object"):
+            journal.parse_lines(b"[1, 2]\n", "j")
+
+
+class TestTransactions:
+    def test_incomplete_transaction_is_cut(self) -> None:
+        records = _records(3)
+        assert journal.complete_transactions(records[:2]) == []
+        assert journal.complete_transactions(records) == records
+
+    def test_fold_applies_after_values_and_removals(self) -> None:
+        records = _records(2)
+        purge = dict(records[0], after=None)
+        state: dict[str, JSONObject] = {}
+        journal.fold([*records, purge], state)
+        assert list(state) == ["con-002-abcd"]
