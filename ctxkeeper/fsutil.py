@@ -13,7 +13,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-# O_NOFOLLOW makes the kernel refuse a symlink at the last path component, closing the gap
+# con-003-a7ed: O_NOFOLLOW makes the kernel refuse a symlink at the last path component, closing the gap
 # between our lstat check and the open (a cloned repository is untrusted input).
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _LOCK_TIMEOUT_S = 30.0

@@ -76,7 +76,7 @@ def make_event(
 def chain(events: Iterable[JSONObject], *, seq: int, head: str, tx: str) -> list[JSONObject]:
     """Number, link and hash events as one transaction following ``seq``/``head``.
 
-    Every record carries the transaction id and size, so recovery can tell a transaction
+    Every record carries the transaction id and size (dec-003-6c23), so recovery can tell a transaction
     that reached the disk whole from one torn by a crash.
     """
     batch = list(events)

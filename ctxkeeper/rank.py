@@ -125,7 +125,7 @@ def rank(
         text = text_scores.get(doc, 0.0)
         tag_hits = len(set(request.tags) & {str(t) for t in _list(entry.get("tags"))})
         scopes = [str(s) for s in _list(entry.get("scope"))]
-        # Only an explicit scope ties an entry to a file; project-wide entries are reached
+        # dec-004-3b48: only an explicit scope ties an entry to a file; project-wide entries are reached
         # through the query or tags, or every path would return all of them.
         covered = bool(scopes) and rel_path is not None and covers(scopes, rel_path)
         if text <= 0 and not tag_hits and not covered:

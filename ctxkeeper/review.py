@@ -67,7 +67,7 @@ def reject(
 def lift(store: Store, entry_id: str, *, actor: JSONObject, reason: str = "") -> JSONObject:
     """Lift a tombstone: the entry returns to ``proposed`` and stops refusing new writes.
 
-    It comes back for review rather than straight to ``active``, so a rule retired for a
+    It comes back for review (dec-002-d03e) rather than straight to ``active``, so a rule retired for a
     reason is not silently re-imposed; a successor can now supersede it.
     """
     check_id(entry_id)

@@ -7,7 +7,7 @@ import posixpath
 
 from ctxkeeper.errors import UsageError
 
-# Hooks import this module before every edit: no `typing`, `re` or `pathlib` at run time.
+# Hooks import this module before every edit (con-001-5f40): no `typing`, `re` or `pathlib`.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence

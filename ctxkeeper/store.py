@@ -1,4 +1,8 @@
-"""The store in ``.context/``: entry files and journal under one lock, with crash recovery."""
+"""The store in ``.context/``: entry files and journal under one lock, with crash recovery.
+
+All entries live in one ``entries.json`` that also records how far into the journal it is
+(dec-001-21c5), so one ``stat`` per open tells whether a crash left records to replay.
+"""
 
 from __future__ import annotations
 
