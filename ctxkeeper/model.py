@@ -276,8 +276,10 @@ def stored_problems(entry: Mapping[str, object]) -> list[str]:
     if not isinstance(entry.get("revision"), int):
         problems.append(f"{entry_id}: revision must be an integer")
     kind = str(entry["kind"])
+    # A validity bound that does not parse is treated as absent; doctor notes it separately.
+    view = {k: v for k, v in editable_view(entry).items() if k not in ("valid_from", "valid_until")}
     try:
-        clean_fields(kind, editable_view(entry), contract_floors())
+        clean_fields(kind, view, contract_floors())
     except (ValidationError, UsageError) as exc:
         problems.append(f"{entry_id}: {exc}")
     return problems
