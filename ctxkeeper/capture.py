@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ctxkeeper import secretscan, similarity
+from ctxkeeper.secretscan import check_fields
+from ctxkeeper.similarity import matching_tombstone, possible_supersession, similar_entries
 from ctxkeeper.errors import PreviouslyRejectedError
 from ctxkeeper.model import clean_fields
 
@@ -46,10 +47,10 @@ def check_candidate(
     :raise PreviouslyRejectedError: the content matches a deprecated or rejected entry.
     """
     clean = clean_fields(kind, fields, floors)
-    secretscan.check_fields(clean)
+    check_fields(clean)
     candidate: JSONObject = {"kind": kind, **clean}
     others = [entry for entry in stored if entry.get("id") not in exclude]
-    tombstone = similarity.matching_tombstone(candidate, others)
+    tombstone = matching_tombstone(candidate, others)
     if tombstone is not None:
         entry, score = tombstone
         raise PreviouslyRejectedError(
@@ -58,6 +59,17 @@ def check_candidate(
             str(entry.get("status_reason") or "no reason was recorded"),
             score,
         )
-    similar = [dict(item) for item in similarity.similar_entries(candidate, others)]
-    superseding = similarity.possible_supersession(candidate, others)
-    return clean, CaptureReport(similar_entries=similar, possible_supersession=superseding)  # type: ignore[arg-type]
+    # The contract's two labels only: a close pair that is neither is not worth the agent's time.
+    similar: list[JSONObject] = [
+        {
+            "id": item["id"],
+            "kind": item["kind"],
+            "status": item["status"],
+            "similarity": item["similarity"],
+            "label": item["label"],
+        }
+        for item in similar_entries(candidate, others)
+        if item["label"] is not None
+    ]
+    superseding = possible_supersession(candidate, others)
+    return clean, CaptureReport(similar_entries=similar, possible_supersession=superseding)

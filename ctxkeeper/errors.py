@@ -67,7 +67,8 @@ class SecretDetectedError(ValidationError):
     def __init__(self, field: str, secret_kind: str) -> None:
         self.secret_kind = secret_kind
         super().__init__(
-            f"field {field!r} contains what looks like a {secret_kind}; nothing was stored. "
+            f"field {field!r} contains something shaped like a secret ({secret_kind}); nothing "
+            "was stored. "
             "Remove the value (describe where the secret lives instead) and try again.",
             field=field,
         )

@@ -1,0 +1,188 @@
+"""Text normalisation shared by similarity and ranking: tokens, stems, terms, fingerprints."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final
+
+__all__ = ["NEGATION", "STOPWORDS", "fingerprint", "stem", "terms", "tokenize"]
+
+# Letters and digits, with inner apostrophes kept so "don't" stays one detectable token.
+# `_` is a word character for `\w` but a separator for us (snake_case names split into words).
+_TOKEN: Final = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+# Typographic apostrophes and primes arrive from chat clients and word processors.
+_APOSTROPHES: Final = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'"})
+
+NEGATION: Final = "not"
+"""The single term every plain negation maps to, so "never X" and "do not X" share it."""
+
+# Negations are deliberately absent: polarity lives in "not", "no", "never", "without".
+# Modal verbs and "always" are present: "must use X", "should always use X" and "use X" state one
+# rule, and polarity_conflict reads the raw text when the modality itself matters.
+_STOPWORD_LIST: Final = """
+    a about above after again all also always am an and any are as at be because been before
+    being below between both but by can could did do does doing done down during each either
+    etc every few for from further had has have having he her here hers him his how however i
+    if in into is it its itself just may me might more most must my myself need needs of off
+    on once only or other our ours out over own per please same shall she should so some such
+    than that the their theirs them then there these they this those through to too under
+    until up upon us very via was we were what when where whether which while who whom why
+    will with would yet you your yours
+"""
+STOPWORDS: Final[frozenset[str]] = frozenset(_STOPWORD_LIST.split())
+# Words that negate the clause they are in; contractions ("don't", "can't") are caught by
+# their "n't" ending instead of being listed.
+_NEGATORS: Final = frozenset({"not", "never", "cannot", "nor"})
+
+_VOWELS: Final = frozenset("aeiouy")
+_KEEP_DOUBLE: Final = frozenset("lsz")
+# -ly is too greedy on its own: these are not adverbs of a shorter word. (Shorter ones such as
+# "apply" and "family" are already protected by the five-letter floor.)
+_LY_WORDS: Final = frozenset({"assembly", "multiply", "anomaly", "monopoly"})
+# Derivational suffixes tried in order, each with the shortest stem it may leave: a floor of 3
+# keeps "state" from becoming "st", a floor of 5 on -ment keeps "document" whole.
+_DERIVATIONAL: Final = (
+    ("ization", "", 3),
+    ("isation", "", 3),
+    ("ically", "ic", 3),
+    ("ation", "", 3),
+    ("ition", "", 4),
+    ("ness", "", 3),
+    ("ment", "", 5),
+    ("able", "", 4),
+    ("ible", "", 4),
+    ("ful", "", 4),
+    ("ity", "", 4),
+    ("ion", "", 4),
+    ("ize", "", 3),
+    ("ise", "", 4),
+    ("ate", "", 3),
+    ("ly", "", 5),
+)
+_stem_cache: dict[str, str] = {}
+_term_cache: dict[str, str] = {}
+_STEM_CACHE_MAX: Final = 200_000
+
+
+def tokenize(text: str) -> list[str]:
+    """Split text into lowercase word tokens.
+
+    Runs of letters and digits are tokens; everything else separates them, except an apostrophe
+    between letters ("don't" stays one token so negation remains detectable). "utf-8" gives
+    ``["utf", "8"]`` and "retry_policy" gives ``["retry", "policy"]``.
+    """
+    return _TOKEN.findall(text.translate(_APOSTROPHES).lower())
+
+
+def _has_vowel(word: str) -> bool:
+    return any(char in _VOWELS for char in word)
+
+
+def _is_short(base: str) -> bool:
+    # A short syllable closing a short word: consonant-vowel-consonant, or vowel-consonant at
+    # the start (Porter's *o condition, restricted to words of at most three letters).
+    if len(base) > 3 or base[-1] in _VOWELS or base[-1] in "wx" or base[-2] not in _VOWELS:
+        return False
+    return len(base) == 2 or base[-3] not in _VOWELS
+
+
+def _strip_inflection(word: str) -> str:
+    # 1. Plurals and third person: "retries" -> "retri", "processes" -> "process".
+    if word.endswith("sses") or (word.endswith("ies") and len(word) > 4):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")) and len(word) > 3:
+        word = word[:-1]
+    # 2. Past tense and gerund, then repair the stem the way Porter's step 1b does so that
+    #    "enabled" meets "enable" and "mapped" meets "map".
+    for suffix in ("ing", "ed"):
+        if not word.endswith(suffix) or word.endswith("eed"):
+            continue
+        base = word[: -len(suffix)]
+        if len(base) < 2 or not _has_vowel(base):
+            continue
+        if base.endswith(("at", "bl", "iz")):
+            return base + "e"
+        if len(base) > 2 and base[-1] == base[-2] and base[-1] not in _VOWELS | _KEEP_DOUBLE:
+            return base[:-1]
+        if _is_short(base):
+            # "using" -> "use", "coding" -> "code": a short stem lost its silent e.
+            return base + "e"
+        return base
+    return word
+
+
+def _strip_derivation(word: str) -> str:
+    for suffix, replacement, floor in _DERIVATIONAL:
+        if word.endswith(suffix):
+            base = word[: -len(suffix)]
+            if len(base) >= floor and _has_vowel(base):
+                if suffix == "ly" and word in _LY_WORDS:
+                    return word
+                return base + replacement
+    return word
+
+
+def stem(word: str) -> str:
+    """Return a light, deterministic stem of one lowercase token.
+
+    Conflates inflections ("retries", "retrying", "retried" -> "retri") and the common
+    derivations ("deployment" -> "deploy", "validation" and "validate" -> "valid"). It never
+    strips -er or -or, which would merge "user" with "use" and "server" with "serve".
+    """
+    cached = _stem_cache.get(word)
+    if cached is not None:
+        return cached
+    result = word
+    if len(word) > 3 and word.isalpha():
+        result = _strip_derivation(_strip_inflection(word))
+        # Porter's final steps: drop a silent e ("cache" = "cach") and spell a consonant-y as i
+        # ("retry" = "retri") so every inflected form lands on the same string.
+        if result.endswith("e") and len(result) > 3:
+            result = result[:-1]
+        if result.endswith("y") and len(result) > 3 and result[-2] not in _VOWELS:
+            result = result[:-1] + "i"
+    if len(_stem_cache) >= _STEM_CACHE_MAX:
+        _stem_cache.clear()
+    _stem_cache[word] = result
+    return result
+
+
+def _term(token: str) -> str:
+    if token in _NEGATORS or token.endswith("n't"):
+        return NEGATION
+    bare = token.replace("'", "")
+    return "" if bare in STOPWORDS else stem(bare)
+
+
+def terms(text: str) -> list[str]:
+    """Return the stems of the meaningful tokens of text, in order.
+
+    Stopwords are dropped; every plain negation ("not", "never", "don't", "cannot") becomes the
+    single term :data:`NEGATION`, while "no", "without" and "avoid" stay as they are.
+    """
+    # Ranking calls this for every entry of an index build: one dict hit per known token.
+    cache = _term_cache
+    out = []
+    for token in tokenize(text):
+        term = cache.get(token)
+        if term is None:
+            if len(cache) >= _STEM_CACHE_MAX:
+                cache.clear()
+            term = cache[token] = _term(token)
+        if term:
+            out.append(term)
+    return out
+
+
+def fingerprint(text: str) -> str:
+    """Return the normalised form of text used to detect exact duplicates.
+
+    NFKC, lowercase, punctuation dropped (apostrophes included), whitespace collapsed, each token
+    stemmed: "Never log tokens!" and "never  LOG token" give the same string.
+    """
+    normal = unicodedata.normalize("NFKC", text)
+    return " ".join(stem(token.replace("'", "")) for token in tokenize(normal))

@@ -1,0 +1,224 @@
+"""Measure ctxkeeper.similarity on labelled pairs and sweep its thresholds."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    # Runnable from a plain checkout, like the plugin itself: `python3 evals/similarity_eval.py`.
+    sys.path.insert(0, str(ROOT))
+
+from ctxkeeper import similarity as sim
+from ctxkeeper.text import fingerprint
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from ctxkeeper._types import JSONObject
+
+PAIRS = Path(__file__).resolve().parent / "similarity" / "pairs.jsonl"
+LABELS = ("same", "reworded", "contradiction", "related", "unrelated")
+SWEEP = tuple(round(0.30 + 0.05 * step, 2) for step in range(11))
+
+
+class Pair:
+    """One labelled pair with everything the sweeps need computed once."""
+
+    def __init__(self, row: JSONObject) -> None:
+        a, b, label = row["a"], row["b"], row["label"]
+        assert isinstance(a, dict)
+        assert isinstance(b, dict)
+        assert isinstance(label, str)
+        assert label in LABELS, label
+        self.a, self.b, self.label = a, b, label
+        self.split = str(row.get("split", "dev"))
+        self.score = sim.similarity(a, b)
+        self.conflict = sim.polarity_conflict(sim.statement(a), sim.statement(b))
+        self.same_print = fingerprint(sim.statement(a)) == fingerprint(sim.statement(b))
+
+    def tombstoned(self, threshold: float) -> bool:
+        """Would ``b`` be refused if ``a`` were a tombstone (matching_tombstone's rule)?"""
+        if self.same_print:
+            return True
+        return self.score >= threshold and not self.conflict
+
+    def label_at(self, similar: float, restatement: float) -> str | None:
+        """classify()'s rule with the thresholds as parameters."""
+        if self.score < similar:
+            return None
+        if self.conflict:
+            return "likely_contradiction"
+        return "likely_restatement" if self.score >= restatement else None
+
+
+def load(path: Path = PAIRS) -> list[Pair]:
+    """Read the labelled pairs, one JSON object per line."""
+    with path.open(encoding="utf-8") as file:
+        return [Pair(json.loads(line)) for line in file if line.strip()]
+
+
+def _rate(hits: Iterable[bool]) -> str:
+    flags = list(hits)
+    return f"{sum(flags) / len(flags):.0%}" if flags else "-"
+
+
+def _of(pairs: Sequence[Pair], *labels: str) -> list[Pair]:
+    return [pair for pair in pairs if pair.label in labels]
+
+
+def tombstone_table(pairs: Sequence[Pair]) -> list[str]:
+    """Rows: per threshold, the share of each label that would be refused as a tombstone."""
+    lines = [
+        (
+            "| threshold | same | reworded | same+reworded caught | related wrongly caught "
+            "| unrelated wrongly caught | contradiction refused |"
+        ),
+        "|---|---|---|---|---|---|---|",
+    ]
+    for t in SWEEP:
+        mark = " **(chosen)**" if t == sim.TOMBSTONE_THRESHOLD else ""
+        cells = [
+            _rate(p.tombstoned(t) for p in _of(pairs, "same")),
+            _rate(p.tombstoned(t) for p in _of(pairs, "reworded")),
+            _rate(p.tombstoned(t) for p in _of(pairs, "same", "reworded")),
+            _rate(p.tombstoned(t) for p in _of(pairs, "related")),
+            _rate(p.tombstoned(t) for p in _of(pairs, "unrelated")),
+            _rate(p.tombstoned(t) for p in _of(pairs, "contradiction")),
+        ]
+        lines.append(f"| {t:.2f}{mark} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def contradiction_table(pairs: Sequence[Pair]) -> list[str]:
+    """Rows: per similar threshold, precision and recall of the likely_contradiction label."""
+    lines = [
+        (
+            "| similar threshold | contradiction precision | contradiction recall "
+            "| restatement precision | restatement recall | related labelled |"
+        ),
+        "|---|---|---|---|---|---|",
+    ]
+    restatement = sim.RESTATEMENT_THRESHOLD
+    for t in SWEEP:
+        mark = " **(chosen)**" if t == sim.SIMILAR_THRESHOLD else ""
+        labelled = [(p, p.label_at(t, max(t, restatement))) for p in pairs]
+        cells = []
+        for name, truth in (
+            ("likely_contradiction", {"contradiction"}),
+            ("likely_restatement", {"same", "reworded"}),
+        ):
+            flagged = [p for p, label in labelled if label == name]
+            relevant = [p for p in pairs if p.label in truth]
+            hits = sum(p.label in truth for p in flagged)
+            cells.append(f"{hits / len(flagged):.0%}" if flagged else "-")
+            cells.append(f"{hits / len(relevant):.0%}" if relevant else "-")
+        related = [label is not None for p, label in labelled if p.label == "related"]
+        cells.append(_rate(related))
+        lines.append(f"| {t:.2f}{mark} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def supersession_table(pairs: Sequence[Pair]) -> list[str]:
+    """Rows: per threshold, how often a same-place pair is offered as a supersession."""
+    lines = [
+        (
+            "| threshold | same+reworded offered | contradiction offered | related offered "
+            "| unrelated offered |"
+        ),
+        "|---|---|---|---|---|",
+    ]
+    for t in SWEEP:
+        mark = " **(chosen)**" if t == sim.SUPERSESSION_THRESHOLD else ""
+        cells = [
+            _rate(p.score >= t for p in _of(pairs, *labels))
+            for labels in (("same", "reworded"), ("contradiction",), ("related",), ("unrelated",))
+        ]
+        lines.append(f"| {t:.2f}{mark} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def misses(pairs: Sequence[Pair]) -> list[str]:
+    """The pairs the chosen thresholds get wrong, for reading."""
+    out = []
+    for p in pairs:
+        caught = p.tombstoned(sim.TOMBSTONE_THRESHOLD)
+        label = p.label_at(sim.SIMILAR_THRESHOLD, sim.RESTATEMENT_THRESHOLD)
+        wrong = (
+            (p.label in ("same", "reworded") and not caught)
+            or (p.label in ("related", "unrelated", "contradiction") and caught)
+            or (p.label == "contradiction" and label != "likely_contradiction")
+            or (p.label != "contradiction" and label == "likely_contradiction")
+        )
+        if wrong:
+            lines = (sim.statement(p.a), sim.statement(p.b))
+            out.append(
+                f"- {p.label} ({p.split}), score {p.score:.3f}, label {label}: "
+                f"{lines[0]!r} / {lines[1]!r}"
+            )
+    return out
+
+
+def bench(pairs: Sequence[Pair], size: int = 10_000) -> str:
+    """Time one candidate against ``size`` distinct stored entries, cold then warm."""
+    pool = [entry for p in pairs for entry in (p.a, p.b)]
+    stored = []
+    for i in range(size):
+        entry = dict(pool[i % len(pool)])
+        field = {"decision": "summary", "constraint": "rule", "pipeline": "purpose"}
+        key = field[str(entry["kind"])]
+        entry.update(id=f"con-{i:05d}-0000", status="active", **{key: f"{entry[key]} rev {i}"})
+        stored.append(entry)
+    candidate = pairs[0].b
+    start = time.perf_counter()
+    sim.similar_entries(candidate, stored)
+    cold = time.perf_counter() - start
+    start = time.perf_counter()
+    sim.similar_entries(candidate, stored)
+    sim.matching_tombstone(candidate, stored)
+    warm = time.perf_counter() - start
+    return (
+        f"similar_entries over {size:,} entries: {cold * 1000:.0f} ms cold (features built), "
+        f"{warm * 1000:.0f} ms warm for similar_entries + matching_tombstone"
+    )
+
+
+def report(pairs: Sequence[Pair], *, with_bench: bool) -> str:
+    """Render every table as Markdown."""
+    counts = ", ".join(f"{label} {len(_of(pairs, label))}" for label in LABELS)
+    splits = sorted({p.split for p in pairs})
+    out = [f"{len(pairs)} pairs ({counts}); splits: {', '.join(splits)}", ""]
+    subsets = [("all pairs", list(pairs))]
+    subsets += [(f"split {name}", [p for p in pairs if p.split == name]) for name in splits]
+    for title, subset in subsets:
+        out += [f"### Tombstone matching, {title}", "", *tombstone_table(subset), ""]
+    out += ["### Labels in similar_entries, all pairs", "", *contradiction_table(pairs), ""]
+    out += ["### Supersession offers, all pairs", "", *supersession_table(pairs), ""]
+    out += ["### Pairs the chosen thresholds get wrong", "", *(misses(pairs) or ["(none)"]), ""]
+    if with_bench:
+        out += [bench(pairs), ""]
+    return "\n".join(out)
+
+
+class _Args(argparse.Namespace):
+    pairs: Path
+    no_bench: bool
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the tables; ``--no-bench`` skips the timing line (it varies between machines)."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--pairs", type=Path, default=PAIRS)
+    parser.add_argument("--no-bench", action="store_true")
+    args = parser.parse_args(argv, _Args())
+    print(report(load(args.pairs), with_bench=not args.no_bench))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,128 @@
+from __future__ import annotations
+
+import pytest
+
+from ctxkeeper import text
+from ctxkeeper.text import NEGATION, STOPWORDS, fingerprint, stem, terms, tokenize
+
+
+class TestTokenize:
+    @pytest.mark.parametrize(
+        ("source", "expected"),
+        [
+            pytest.param("Don't use UTF-8", ["don't", "use", "utf", "8"], id="contraction-kept"),
+            pytest.param("retry_policy.max", ["retry", "policy", "max"], id="snake-case-split"),
+            pytest.param("It\u2019s `fine`", ["it's", "fine"], id="typographic-apostrophe"),
+            pytest.param("HTTP/2 on :443", ["http", "2", "on", "443"], id="punctuation"),
+            pytest.param("'quoted'", ["quoted"], id="outer-quotes-dropped"),
+            pytest.param("", [], id="empty"),
+        ],
+    )
+    def test_tokens(self, source: str, expected: list[str]) -> None:
+        assert tokenize(source) == expected
+
+
+class TestStem:
+    @pytest.mark.parametrize(
+        "family",
+        [
+            pytest.param(("retries", "retry", "retrying", "retried"), id="retry"),
+            pytest.param(("caching", "cache", "cached", "caches"), id="cache"),
+            pytest.param(("deploys", "deployment", "deploying", "deployed"), id="deploy"),
+            pytest.param(("use", "using", "used", "uses"), id="use"),
+            pytest.param(("validate", "validation", "validated", "validating"), id="validate"),
+            pytest.param(("enable", "enabled", "enabling", "enables"), id="enable"),
+            pytest.param(("configure", "configuration", "configurable"), id="configure"),
+            pytest.param(("normalize", "normalized", "normalization"), id="normalize"),
+            pytest.param(("log", "logs", "logging", "logged"), id="doubled-consonant"),
+            pytest.param(("map", "mapped", "mapping"), id="undouble"),
+            pytest.param(("install", "installed", "installing"), id="keep-double-l"),
+            pytest.param(("process", "processes", "processing"), id="sses"),
+            pytest.param(("strict", "strictly"), id="adverb"),
+            pytest.param(("secure", "security"), id="ity"),
+            pytest.param(("connect", "connection", "connected"), id="ion"),
+            pytest.param(("automatic", "automatically"), id="ically"),
+            pytest.param(("update", "updated", "updating"), id="ate"),
+            pytest.param(("code", "coding", "coded"), id="short-stem-silent-e"),
+        ],
+    )
+    def test_family_shares_a_stem(self, family: tuple[str, ...]) -> None:
+        assert len({stem(word) for word in family}) == 1, {word: stem(word) for word in family}
+
+    @pytest.mark.parametrize(
+        ("a", "b"),
+        [
+            pytest.param("user", "use", id="no-er-stripping"),
+            pytest.param("server", "serve", id="server"),
+            pytest.param("status", "state", id="status"),
+            pytest.param("apply", "app", id="ly-floor"),
+            pytest.param("assembly", "assemb", id="ly-exception"),
+            pytest.param("need", "ne", id="eed-kept"),
+            pytest.param("string", "str", id="ing-needs-a-vowel"),
+        ],
+    )
+    def test_distinct_words_stay_apart(self, a: str, b: str) -> None:
+        assert stem(a) != stem(b)
+
+    @pytest.mark.parametrize("word", ["api", "v2", "443", "s3", "x"])
+    def test_short_and_alphanumeric_words_unchanged(self, word: str) -> None:
+        assert stem(word) == word
+
+    def test_cache_is_bounded(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(text, "_STEM_CACHE_MAX", 1)
+        assert stem("deployments") == "deploy"
+        assert stem("retrying") == "retri"
+        assert len(text._stem_cache) == 1
+
+
+class TestTerms:
+    @pytest.mark.parametrize(
+        ("source", "expected"),
+        [
+            pytest.param("Never log tokens", [NEGATION, "log", "token"], id="never"),
+            pytest.param("Do not log tokens", [NEGATION, "log", "token"], id="do-not"),
+            pytest.param("Don't log tokens", [NEGATION, "log", "token"], id="contraction"),
+            pytest.param("You cannot log tokens", [NEGATION, "log", "token"], id="cannot"),
+            pytest.param(
+                "avoid logs without tokens", ["avoid", "log", "without", "token"], id="kept"
+            ),
+            pytest.param("It's the rule we must always follow", ["rul", "follow"], id="stopwords"),
+        ],
+    )
+    def test_terms(self, source: str, expected: list[str]) -> None:
+        assert terms(source) == expected
+
+    @pytest.mark.parametrize("word", ["not", "no", "never", "without", "avoid", "nor", "cannot"])
+    def test_negations_are_not_stopwords(self, word: str) -> None:
+        assert word not in STOPWORDS
+
+    def test_cache_is_bounded(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        # A fresh cache: other tests leave words in the shared one, which would skip the clear.
+        monkeypatch.setattr(text, "_term_cache", {})
+        monkeypatch.setattr(text, "_STEM_CACHE_MAX", 1)
+        assert terms("cache retries") == ["cach", "retri"]
+        assert len(text._term_cache) == 1
+
+
+class TestFingerprint:
+    @pytest.mark.parametrize(
+        ("a", "b"),
+        [
+            pytest.param("Never log tokens!", "never  LOG token", id="case-punctuation-plural"),
+            pytest.param("Don't cache.", "dont cache", id="apostrophe"),
+            pytest.param("Use \uff35\uff34\uff23 stamps", "use UTC stamps", id="nfkc-fullwidth"),
+            pytest.param("back-end\ttimeouts", "back end timeout", id="hyphen-tab"),
+        ],
+    )
+    def test_equal(self, a: str, b: str) -> None:
+        assert fingerprint(a) == fingerprint(b)
+
+    @pytest.mark.parametrize(
+        ("a", "b"),
+        [
+            pytest.param("Never log tokens", "Always log tokens", id="polarity"),
+            pytest.param("Do not log tokens", "Don't log tokens", id="expanded-contraction"),
+        ],
+    )
+    def test_different(self, a: str, b: str) -> None:
+        assert fingerprint(a) != fingerprint(b)
