@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ctxkeeper.secretscan import check_fields
-from ctxkeeper.similarity import matching_tombstone, possible_supersession, similar_entries
 from ctxkeeper.errors import PreviouslyRejectedError
 from ctxkeeper.model import clean_fields
+from ctxkeeper.secretscan import check_fields
+from ctxkeeper.similarity import matching_tombstone, possible_supersession, similar_entries
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

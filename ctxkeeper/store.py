@@ -42,6 +42,10 @@ GITIGNORE: Final = """\
 """
 
 
+#: The last parsed ``entries.json`` per path, keyed by its identity on disk.
+_PARSED: dict[str, tuple[tuple[str, int, int, int], State]] = {}
+
+
 @dataclass
 class State:
     """The entries as of journal record ``seq``, plus where the journal ends."""
@@ -101,8 +105,14 @@ class Store:
     # -- reading ------------------------------------------------------------------------
 
     def load(self) -> State:
-        """The current state; replays journal records a crash left unapplied (under the lock)."""
-        state = self._read_entries()
+        """The current state; replays journal records a crash left unapplied (under the lock).
+
+        The parsed state is reused while ``entries.json`` is the same file (inode, size,
+        mtime): a long-running server answers reads without re-parsing 10 MB per call. The
+        returned state is shared, so callers must not mutate it (writes go through
+        :meth:`transaction`, which always reads afresh).
+        """
+        state = self._read_entries_cached()
         size = self._journal_size()
         if size == state.journal_bytes:
             return state
@@ -126,6 +136,21 @@ class Store:
             return os.stat(self.path(JOURNAL_FILE)).st_size
         except FileNotFoundError:
             return 0
+
+    def _read_entries_cached(self) -> State:
+        path = self.path(ENTRIES_FILE)
+        fsutil.check_not_link(path)
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            return State()
+        key = (path, info.st_ino, info.st_size, info.st_mtime_ns)
+        cached = _PARSED.get(path)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        state = self._read_entries()
+        _PARSED[path] = (key, state)
+        return state
 
     def _read_entries(self) -> State:
         path = self.path(ENTRIES_FILE)

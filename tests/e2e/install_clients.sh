@@ -1,0 +1,37 @@
+#!/bin/sh
+# Install the real MCP clients the e2e tests drive (test-only; never product dependencies).
+#   .cache/clients/mcp1/       a venv with the 1.x Python SDK (classic ClientSession only)
+#   .cache/clients/inspector/  the MCP Inspector CLI (TypeScript SDK client)
+# Idempotent: an install that is already at the pinned version is left alone.
+# Usage: sh tests/e2e/install_clients.sh [PYTHON]   (PYTHON defaults to python3)
+set -eu
+
+MCP1_VERSION="1.30.0"
+INSPECTOR_VERSION="2.12.0"
+
+root=$(CDPATH='' cd -- "$(dirname -- "$0")/../.." && pwd)
+clients="$root/.cache/clients"
+python=${1:-python3}
+mkdir -p "$clients"
+
+mcp1="$clients/mcp1"
+if "$mcp1/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$MCP1_VERSION')" 2>/dev/null; then
+    echo "mcp $MCP1_VERSION already installed in $mcp1"
+else
+    "$python" -m venv "$mcp1"
+    "$mcp1/bin/python" -m pip install --quiet --disable-pip-version-check "mcp==$MCP1_VERSION"
+    echo "installed mcp $MCP1_VERSION in $mcp1"
+fi
+
+inspector="$clients/inspector"
+installed="$inspector/node_modules/@modelcontextprotocol/inspector/package.json"
+if [ -f "$installed" ] && grep -q "\"version\": \"$INSPECTOR_VERSION\"" "$installed"; then
+    echo "@modelcontextprotocol/inspector $INSPECTOR_VERSION already installed in $inspector"
+else
+    mkdir -p "$inspector"
+    [ -f "$inspector/package.json" ] || printf '{"name": "ctxkeeper-e2e-clients", "private": true}\n' > "$inspector/package.json"
+    # HOME stays the caller's; npm's cache is kept inside the install so CI can cache one folder.
+    npm install --prefix "$inspector" --no-audit --no-fund --loglevel=error \
+        --cache "$clients/npm-cache" "@modelcontextprotocol/inspector@$INSPECTOR_VERSION"
+    echo "installed @modelcontextprotocol/inspector $INSPECTOR_VERSION in $inspector"
+fi
