@@ -1,0 +1,18 @@
+from __future__ import annotations
+
+from ctxkeeper.demo import run_demo
+
+
+class TestDemo:
+    def test_walkthrough_shows_each_capability(self) -> None:
+        lines: list[str] = []
+        assert run_demo(lines.append) == 0
+        text = "\n".join(lines)
+        assert "refused: constraint field 'reason' is 4 characters; the minimum is 40" in text
+        assert "src/billing/charge.py: con-001-" in text
+        assert "src/billing_legacy/charge.py: nothing applies" in text
+        assert "update by user" in text
+        assert "+ alternatives:" in text
+        assert "refused: previously_rejected" in text
+        assert "'what is our Postgres backup retention policy?': no confident match" in text
+        assert "'how do we keep the invoice job from running twice?': answer: dec-001-" in text

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import pytest
+
+from ctxkeeper import review
+from ctxkeeper.errors import PreviouslyRejectedError, StateError, UsageError
+from ctxkeeper.store import Store
+from ctxkeeper.verbs import agent_actor, record_entry, user_actor
+from tests.conftest import constraint_fields, decision_fields
+
+USER = user_actor()
+
+
+def proposed(store: Store, fields: dict[str, object] | None = None) -> str:
+    return str(
+        record_entry(store, "constraint", fields or constraint_fields(), actor=agent_actor())["id"]
+    )
+
+
+class TestReview:
+    def test_approve_makes_active(self, store: Store) -> None:
+        entry_id = proposed(store)
+        [done] = review.approve(store, [entry_id], actor=USER)
+        assert done["status"] == "active"
+        with pytest.raises(StateError, match="only proposed entries are approved"):
+            review.approve(store, [entry_id], actor=USER)
+
+    def test_reject_makes_a_tombstone_that_refuses_the_same_content(self, store: Store) -> None:
+        entry_id = proposed(store)
+        other = str(record_entry(store, "decision", decision_fields(), actor=agent_actor())["id"])
+        review.reject(store, [entry_id], "We key charges by order id instead.", actor=USER)
+        assert store.get(entry_id)["status_reason"] == "We key charges by order id instead."
+        with pytest.raises(PreviouslyRejectedError, match="We key charges by order id"):
+            proposed(store)
+        with pytest.raises(UsageError, match="--reason"):
+            review.reject(store, [other], "no", actor=USER)
+        with pytest.raises(StateError, match="deprecate"):
+            review.reject(store, [entry_id], "Rejecting the rejected entry again.", actor=USER)
+
+    def test_lift_returns_to_proposed_and_lets_the_content_back(self, store: Store) -> None:
+        entry_id = proposed(store)
+        review.reject(store, [entry_id], "We key charges by order id instead.", actor=USER)
+        lifted = review.lift(store, entry_id, actor=USER)
+        assert lifted["status"] == "proposed"
+        successor = record_entry(
+            store, "constraint", constraint_fields(), actor=USER, supersedes=[entry_id]
+        )
+        assert store.get(entry_id)["superseded_by"] == successor["id"]
+        with pytest.raises(StateError, match="not a tombstone"):
+            review.lift(store, str(successor["id"]), actor=USER)
+
+    def test_purge_removes_but_the_journal_keeps_it(self, store: Store) -> None:
+        entry_id = proposed(store)
+        keep = str(record_entry(store, "decision", decision_fields(), actor=USER)["id"])
+        review.purge(store, entry_id, "Recorded by mistake during a demo.", actor=USER)
+        assert entry_id not in store.load().entries
+        assert keep in store.load().entries
+        last = store.read_journal()[-1]
+        assert last["op"] == "purge"
+        assert last["after"] is None
+        assert last["before"]["id"] == entry_id  # type: ignore[index,call-overload]
