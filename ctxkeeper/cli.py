@@ -56,7 +56,10 @@ class _Args(argparse.Namespace):
     statuses: list[str] | None
     kinds: list[str] | None
     repair: bool
-    yes: bool
+    query: str
+    path: str | None
+    budget: int
+    include_history: bool
 
 
 class _FailureError(Exception):
@@ -99,6 +102,12 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument("--status", dest="statuses", action="append", choices=STATUSES)
     for verb, text in (("show", "show one entry"), ("history", "show an entry's revisions")):
         sub.add_parser(verb, parents=[common], help=text).add_argument("id")
+    search = sub.add_parser("search", parents=[common], help="ranked search (get_context)")
+    search.add_argument("query", nargs="?", default="")
+    search.add_argument("--path", help="a file you are about to change")
+    search.add_argument("--kind", dest="kinds", action="append", choices=KINDS)
+    search.add_argument("--budget", type=int, default=4000, help="token budget (default 4000)")
+    search.add_argument("--include-history", action="store_true")
     sub.add_parser("status", parents=[common], help="counts, pending reviews")
     sub.add_parser("review", parents=[common], help="list entries awaiting review")
     doctor = sub.add_parser("doctor", parents=[common], help="verify journal and entries")
@@ -276,6 +285,32 @@ def _history(args: _Args) -> int:
     return _emit(args, result, f"history of {args.id}\n" + render.history(history))
 
 
+def _search(args: _Args) -> int:
+    from ctxkeeper.rank import get_context
+
+    result = get_context(
+        _store(args),
+        {
+            "query": args.query,
+            "path": args.path,
+            "kinds": args.kinds or [],
+            "token_budget": args.budget,
+            "include_history": args.include_history,
+        },
+    )
+    items = result["results"]
+    assert isinstance(items, list)
+    lines = [f"top_relevance {result['top_relevance']}"]
+    if result["no_confident_match"]:
+        lines[0] += " (no confident match: nothing stored clearly answers this)"
+    for item in items:
+        entry = item.get("entry") if isinstance(item, dict) else None
+        if isinstance(item, dict) and isinstance(entry, dict):
+            label = f"  [{item['label']}]" if item.get("label") else ""
+            lines.append(render.one_line(entry) + label)
+    return _emit(args, result, "\n".join(lines))
+
+
 def _status(args: _Args) -> int:
     store = _store(args)
     entries = list(store.load().entries.values())
@@ -377,6 +412,7 @@ _HANDLERS: dict[str, Callable[[_Args], int]] = {
     "list": _list,
     "show": _show,
     "history": _history,
+    "search": _search,
     "status": _status,
     "review": _review,
     "approve": _human,

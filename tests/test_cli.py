@@ -71,6 +71,19 @@ class TestRecordAndRead:
         assert "hard" in text
         code, history, _ = run(capsys, "history", entry_id, "--project-dir", cli_project, "--json")
         assert [h["op"] for h in history["history"]] == ["record"]
+        code, text, _ = run(
+            capsys, "search", "retry charges idempotency", "--project-dir", cli_project
+        )
+        assert code == 0
+        assert entry_id in text
+        code, found, _ = run(
+            capsys, "search", "--path", "src/billing/x.py", "--project-dir", cli_project, "--json"
+        )
+        assert [r["id"] for r in found["results"]] == [entry_id]
+        code, text, _ = run(
+            capsys, "search", "font of the marketing site", "--project-dir", cli_project
+        )
+        assert "no confident match" in text
         code, status, _ = run(capsys, "status", "--project-dir", cli_project, "--json")
         assert status["counts"]["constraint"] == {"active": 1}
         assert status["pending_review"] == 0
