@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Final
 
-from ctxkeeper.errors import CorruptFileError, StoreError
+from ctxkeeper.documents import parse_document
+from ctxkeeper.errors import StoreError
 from ctxkeeper.model import KINDS, Floors, contract_floors
 
 CONFIG_VERSION: Final = 1
@@ -50,15 +50,7 @@ def parse_config(data: bytes | None, path: str) -> Config:
     """Validate a config document; absent means defaults. Errors name the file and the key."""
     if data is None:
         return Config()
-    try:
-        doc = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        line = exc.lineno if isinstance(exc, json.JSONDecodeError) else 1
-        column = exc.colno if isinstance(exc, json.JSONDecodeError) else 1
-        raise CorruptFileError(path, line, column, f"config does not parse: {exc}") from None
-    if not isinstance(doc, dict):
-        raise StoreError(f"{path}: the config must be a JSON object")
-    _check_version(doc.get("version"), path)
+    doc = parse_document(data, path, version=CONFIG_VERSION)
     unknown = sorted(set(doc) - _KNOWN_KEYS)
     if unknown:
         raise StoreError(
@@ -84,16 +76,6 @@ def parse_config(data: bytes | None, path: str) -> Config:
         hard_delivery=hard,
         summary_budget=budget,
     )
-
-
-def _check_version(version: object, path: str) -> None:
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise StoreError(f"{path}: missing or non-integer 'version'")
-    if version > CONFIG_VERSION:
-        raise StoreError(
-            f"{path}: version {version} was written by a newer ctxkeeper (this one reads "
-            f"{CONFIG_VERSION}); upgrade ctxkeeper rather than let it guess"
-        )
 
 
 def _parse_floors(raw: object, path: str) -> Floors:

@@ -28,40 +28,54 @@ def _reason(reason: str, verb: str) -> str:
     return text
 
 
-def approve(store: Store, entry_ids: list[str], *, actor: JSONObject) -> list[JSONObject]:
-    """Make proposed entries active (a person reviewed them)."""
+def _review_proposed(
+    store: Store,
+    entry_ids: list[str],
+    *,
+    status: str,
+    op: str,
+    actor: JSONObject,
+    reason: str | None,
+    refusal: str,
+) -> list[JSONObject]:
+    """Move proposed entries to ``status`` in one transaction; any other status refuses all."""
     at = times.now_iso()
     done: list[JSONObject] = []
     with store.transaction() as tx:
         for entry_id in map(check_id, entry_ids):
-            status = tx.get(entry_id).get("status")
-            if status != "proposed":
-                raise StateError(f"{entry_id} is {status}; only proposed entries are approved")
-            done.append(
-                set_status(tx, entry_id, "active", op="approve", actor=actor, reason=None, at=at)
-            )
+            current = tx.get(entry_id).get("status")
+            if current != "proposed":
+                raise StateError(f"{entry_id} is {current}; {refusal}")
+            done.append(set_status(tx, entry_id, status, op=op, actor=actor, reason=reason, at=at))
     return done
+
+
+def approve(store: Store, entry_ids: list[str], *, actor: JSONObject) -> list[JSONObject]:
+    """Make proposed entries active (a person reviewed them)."""
+    return _review_proposed(
+        store,
+        entry_ids,
+        status="active",
+        op="approve",
+        actor=actor,
+        reason=None,
+        refusal="only proposed entries are approved",
+    )
 
 
 def reject(
     store: Store, entry_ids: list[str], reason: str, *, actor: JSONObject
 ) -> list[JSONObject]:
     """Refuse proposed entries; each becomes a tombstone carrying the reason."""
-    why = _reason(reason, "reject")
-    at = times.now_iso()
-    done: list[JSONObject] = []
-    with store.transaction() as tx:
-        for entry_id in map(check_id, entry_ids):
-            status = tx.get(entry_id).get("status")
-            if status != "proposed":
-                raise StateError(
-                    f"{entry_id} is {status}; reject is for proposed entries "
-                    "(retire an active one with deprecate)"
-                )
-            done.append(
-                set_status(tx, entry_id, "rejected", op="reject", actor=actor, reason=why, at=at)
-            )
-    return done
+    return _review_proposed(
+        store,
+        entry_ids,
+        status="rejected",
+        op="reject",
+        actor=actor,
+        reason=_reason(reason, "reject"),
+        refusal="reject is for proposed entries (retire an active one with deprecate)",
+    )
 
 
 def lift(store: Store, entry_id: str, *, actor: JSONObject, reason: str = "") -> JSONObject:

@@ -15,7 +15,8 @@ from typing import Final
 
 from ctxkeeper import fsutil, journal
 from ctxkeeper.config import Config, default_document, parse_config
-from ctxkeeper.errors import CorruptFileError, NotFoundError, StoreError
+from ctxkeeper.documents import parse_document
+from ctxkeeper.errors import NotFoundError, StoreError
 from ctxkeeper.model import ID_PATTERN, KIND_PREFIX, ordered
 from ctxkeeper.project import context_dir, find_root
 
@@ -294,22 +295,7 @@ class Transaction:
 
 def parse_entries_document(data: bytes, path: str) -> State:
     """Parse ``entries.json``; a file that does not parse names its line and column."""
-    try:
-        doc = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        line = exc.lineno if isinstance(exc, json.JSONDecodeError) else 1
-        column = exc.colno if isinstance(exc, json.JSONDecodeError) else 1
-        raise CorruptFileError(path, line, column, f"does not parse: {exc}") from None
-    if not isinstance(doc, dict):
-        raise CorruptFileError(path, 1, 1, "is not a JSON object")
-    version = doc.get("version")
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise StoreError(f"{path}: missing or non-integer 'version'")
-    if version > STORE_VERSION:
-        raise StoreError(
-            f"{path}: version {version} was written by a newer ctxkeeper (this one reads "
-            f"{STORE_VERSION}); upgrade ctxkeeper rather than let it guess"
-        )
+    doc = parse_document(data, path, version=STORE_VERSION)
     meta = doc.get("journal")
     entries = doc.get("entries")
     if not isinstance(meta, dict) or not isinstance(entries, list):
@@ -320,9 +306,10 @@ def parse_entries_document(data: bytes, path: str) -> State:
         journal_bytes=_int(meta.get("bytes"), path),
     )
     for position, entry in enumerate(entries):
-        if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+        entry_id = entry.get("id") if isinstance(entry, dict) else None
+        if not isinstance(entry, dict) or not isinstance(entry_id, str):
             raise StoreError(f"{path}: entries[{position}] is not an entry with an 'id'")
-        state.entries[entry["id"]] = entry
+        state.entries[entry_id] = entry
     return state
 
 

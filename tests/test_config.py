@@ -29,7 +29,7 @@ class TestConfig:
         ("data", "message"),
         [
             pytest.param(b'{"version": 1,', "c:1:15", id="does-not-parse"),
-            pytest.param(b"[1]", "must be a JSON object", id="not-object"),
+            pytest.param(b"[1]", "is not a JSON object", id="not-object"),
             pytest.param(
                 json.dumps({"review": "agent"}).encode(),
                 "missing or non-integer 'version'",
