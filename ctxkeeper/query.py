@@ -96,6 +96,7 @@ def build_filters(
     needles = [t.lower() for t in _strings(arguments, "text")]
     if needles:
         filters.append(lambda e: all(n in _text_of(e) for n in needles))
+    # since/before read updated_at: "what changed since my last session" (dec-007-8f41).
     since = _time(arguments, "since")
     if since is not None:
         filters.append(lambda e: _stamp(e, "updated_at") >= since)

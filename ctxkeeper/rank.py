@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 #: Below this relevance the best match is not trusted to answer the query. Chosen from the
 #: abstention sweep in evals/README.md: the highest floor whose false abstention on the dev
 #: split stays within 5% (a wrong "nothing here" costs more than a flagged weak answer).
-RELEVANCE_FLOOR: Final = 0.29
+RELEVANCE_FLOOR: Final = 0.29  # dec-005-121f
 DEFAULT_BUDGET: Final = 4000
 MAX_RESULTS: Final = 20
 ABSTAIN_MODES: Final = ("include", "withhold")
