@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from ctxkeeper._types import JSONObject, JSONValue
-    from ctxkeeper.store import Store
+    from ctxkeeper.store import State, Store
 
 #: Below this relevance the best match is not trusted to answer the query. Chosen from the
 #: abstention sweep in evals/README.md: the highest floor whose false abstention on the dev
@@ -79,21 +79,22 @@ def _list(value: object) -> list[object]:
 
 
 class _IndexCache:
-    """The text index of the last store state seen, rebuilt when the entries change."""
+    """The text index of the last store state seen.
+
+    ``Store.load`` hands back the same :class:`State` object while ``entries.json`` is
+    unchanged on disk and a new one after any write or hand edit, so identity is the key.
+    """
 
     def __init__(self) -> None:
-        self.key: tuple[int, str] | None = None
+        self.state: State | None = None
         self.entries: list[JSONObject] = []
         self.index = TextIndex()
 
-    def get(
-        self, seq: int, head: str, entries: Mapping[str, JSONObject]
-    ) -> tuple[list[JSONObject], TextIndex]:
-        key = (seq, head)
-        if key != self.key or len(entries) != len(self.entries):
-            self.entries = [entries[k] for k in sorted(entries)]
+    def get(self, state: State) -> tuple[list[JSONObject], TextIndex]:
+        if state is not self.state:
+            self.entries = [state.entries[k] for k in sorted(state.entries)]
             self.index = TextIndex.build(self.entries)
-            self.key = key
+            self.state = state
         return self.entries, self.index
 
 
@@ -103,8 +104,7 @@ _CACHE = _IndexCache()
 def get_context(store: Store, arguments: Mapping[str, object]) -> JSONObject:
     """Rank entries for a query, a file path and tags; see DESIGN.md ``get_context``."""
     request = parse_query(arguments)
-    state = store.load()
-    entries, index = _CACHE.get(state.seq, state.head, state.entries)
+    entries, index = _CACHE.get(store.load())
     return rank(entries, index, request, root=store.root)
 
 

@@ -238,3 +238,19 @@ class TestBudgetAndRelated:
     def test_bad_arguments(self, store: Store, arguments: dict[str, object], message: str) -> None:
         with pytest.raises(UsageError, match=message):
             get_context(store, arguments)
+
+
+class TestFreshness:
+    def test_hand_edit_is_seen_without_a_restart(self, store: Store) -> None:
+        import json
+        from pathlib import Path
+
+        entry_id = str(record_entry(store, "decision", decision_fields(), actor=USER)["id"])
+        before: Any = get_context(store, {"query": "zeppelin mooring schedule"})
+        assert entry_id not in ids(before)
+        path = Path(store.path("entries.json"))
+        doc = json.loads(path.read_text())
+        doc["entries"][0]["summary"] = "Use a zeppelin mooring schedule for the invoice job"
+        path.write_text(json.dumps(doc, indent=2))
+        after: Any = get_context(store, {"query": "zeppelin mooring schedule"})
+        assert ids(after) == [entry_id]
