@@ -246,11 +246,11 @@ class TestFreshness:
         from pathlib import Path
 
         entry_id = str(record_entry(store, "decision", decision_fields(), actor=USER)["id"])
-        before: Any = get_context(store, {"query": "zeppelin mooring schedule"})
+        before: Any = get_context(store, {"query": "zeppelin mooring"})
         assert entry_id not in ids(before)
         path = Path(store.path("entries.json"))
         doc = json.loads(path.read_text())
         doc["entries"][0]["summary"] = "Use a zeppelin mooring schedule for the invoice job"
         path.write_text(json.dumps(doc, indent=2))
-        after: Any = get_context(store, {"query": "zeppelin mooring schedule"})
+        after: Any = get_context(store, {"query": "zeppelin mooring"})
         assert ids(after) == [entry_id]
