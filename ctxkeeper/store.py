@@ -118,7 +118,8 @@ class Store:
         if size == state.journal_bytes:
             return state
         with fsutil.exclusive_lock(self.path(LOCK_FILE)):
-            return self._recovered()
+            # Re-read under the lock: another process may have recovered in the meantime.
+            return self._recovered(self._read_entries())
 
     def get(self, entry_id: str) -> JSONObject:
         entry = self.load().entries.get(entry_id)
@@ -160,14 +161,15 @@ class Store:
             return State()
         return parse_entries_document(data, path)
 
-    def _recovered(self) -> State:
-        """Bring the entries up to the journal's last whole transaction. Caller holds the lock.
+    def _recovered(self, state: State) -> State:
+        """Bring ``state`` (read under the lock) up to the journal's last whole transaction.
 
         The journal is written first (write-ahead), so records past ``journal_bytes`` are
         mutations whose entry write never happened: apply them. A torn final transaction
         never reached the entries either: cut it off, so neither is lost nor invented.
         """
-        state = self._read_entries()
+        if self._journal_size() == state.journal_bytes:
+            return state
         jpath = self.path(JOURNAL_FILE)
         data = fsutil.read_bytes(jpath) or b""
         if len(data) < state.journal_bytes:
@@ -205,14 +207,11 @@ class Store:
         # A write under a config that does not parse would apply unknown floors and policy.
         config = self.config()
         with fsutil.exclusive_lock(self.path(LOCK_FILE)):
-            state = self._recovered() if self._needs_recovery() else self._read_entries()
+            state = self._recovered(self._read_entries())
             txn = Transaction(state, config)
             yield txn
             if txn.events:
                 self._commit(state, txn.events)
-
-    def _needs_recovery(self) -> bool:
-        return self._journal_size() != self._read_entries().journal_bytes
 
     def _commit(self, state: State, events: list[JSONObject]) -> None:
         records = journal.chain(events, seq=state.seq, head=state.head, tx=journal.new_tx_id())

@@ -135,14 +135,21 @@ def _open(arguments: JSONObject, default_dir: str | None) -> Store:
     return store
 
 
-def _cap(result: JSONObject, key: str) -> bool:
-    """Drop items from the end of ``result[key]`` until the result fits; True if any went."""
+def _cap(result: JSONObject, key: str, *, keep: str = "first", minimum: int = 0) -> bool:
+    """Drop items from ``result[key]`` until the result fits; True if any went.
+
+    :param keep: ``first`` drops from the end (ranked lists), ``last`` from the start
+        (histories, whose newest revisions matter most).
+    :param minimum: items never dropped, however large the result.
+    """
     items = result.get(key)
     if not isinstance(items, list):
         return False
     cut = False
-    while items and len(json.dumps(result, ensure_ascii=False)) > MAX_STRUCTURED_CHARS:
-        items.pop()
+    while (
+        len(items) > minimum and len(json.dumps(result, ensure_ascii=False)) > MAX_STRUCTURED_CHARS
+    ):
+        items.pop(0 if keep == "last" else -1)
         cut = True
     return cut
 
@@ -221,12 +228,9 @@ def _get(store: Store, args: JSONObject) -> ToolResult:
     from ctxkeeper.verbs import get_entry
 
     result = get_entry(store, str(args["id"]))
+    cut = _cap(result, "history", keep="last", minimum=1)
     history = result["history"]
     assert isinstance(history, list)
-    cut = False
-    while len(history) > 1 and len(json.dumps(result, ensure_ascii=False)) > MAX_STRUCTURED_CHARS:
-        history.pop(0)  # Keep the newest revisions; the oldest are furthest from the present.
-        cut = True
     entry = result["entry"]
     assert isinstance(entry, dict)
     text = render.block(entry) + "\n\nhistory:\n" + render.history(history)
