@@ -177,8 +177,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(arguments, _Args())
     try:
         status = _HANDLERS[args.command](args)
-        # Written here, a closed pipe is caught below rather than at interpreter exit.
-        sys.stdout.flush()
+        # Written here, a closed pipe is caught below rather than at interpreter exit. With
+        # fd 1 closed at start-up (`>&-`) there is no sys.stdout and print() discards.
+        if sys.stdout is not None:
+            sys.stdout.flush()
     except BrokenPipeError:
         _drop_stdout()
         return _BROKEN_PIPE_STATUS

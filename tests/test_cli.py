@@ -441,6 +441,30 @@ class TestOneLineErrors:
         assert (done.returncode, done.stderr) == (141, b"")
         assert _cli("list", "--project-dir", cli_project).returncode == 0
 
+    def test_stdout_closed_before_start(self, cli_project: str) -> None:
+        # `ctxkeeper list >&-`: Python then has no sys.stdout at all, and print() discards.
+        command = [sys.executable, "-m", "ctxkeeper", "list", "--project-dir", cli_project]
+        done = subprocess.run(
+            ["sh", "-c", 'exec "$@" >&-', "sh", *command],
+            capture_output=True,
+            cwd=REPO_ROOT,
+            env={**os.environ, "PYTHONPATH": REPO_ROOT},
+            timeout=60,
+            check=False,
+        )
+        assert (done.returncode, done.stderr) == (0, b"")
+        failing = [*command[:3], "show", "nope", *command[4:]]
+        done = subprocess.run(
+            ["sh", "-c", 'exec "$@" >&-', "sh", *failing, "--json"],
+            capture_output=True,
+            cwd=REPO_ROOT,
+            env={**os.environ, "PYTHONPATH": REPO_ROOT},
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 2
+        assert "not an entry id" in _one_line(done.stderr)
+
     def test_large_output_into_head(self, store: Store) -> None:
         from ctxkeeper.verbs import record_entry, user_actor
         from tests.conftest import pipeline_fields
