@@ -49,6 +49,10 @@ ANNOTATIONS: Final = frozenset(
 )
 KNOWN_KEYWORDS: Final = ASSERTIONS | ANNOTATIONS
 
+#: How errors describe the flaw :func:`find_lone_surrogates` finds.
+LONE_SURROGATE: Final = (
+    "a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape), which is not text"
+)
 _TYPE_NAMES: Final = ("string", "integer", "number", "boolean", "array", "object", "null")
 _ARTICLE: Final = {"integer": "an integer", "array": "an array", "object": "an object"}
 
@@ -68,11 +72,55 @@ def validate(value: JSONValue, schema: JSONObject, *, path: str = "arguments") -
     :raises SchemaError: the schema uses a keyword this module does not implement, or a keyword
         holds a value of the wrong shape.
     """
+    # A lone surrogate is checked first and whatever the schema says: a handler that got one
+    # would fail to write it to a file or a UTF-8 reply.
+    flaws = [
+        f"{render_path(path, where)}: "
+        + ("the property name holds" if in_key else "holds")
+        + f" {LONE_SURROGATE}; send valid Unicode text"
+        for where, in_key in find_lone_surrogates(value)
+    ]
     try:
-        return list(_check(value, schema, path))
+        return flaws + list(_check(value, schema, path))
     except RecursionError:
         # json.loads accepts nesting close to the interpreter's limit; checking it goes deeper.
         return [f"{path}: value is nested too deeply"]
+
+
+def find_lone_surrogates(value: JSONValue) -> Iterator[tuple[tuple[str | int, ...], bool]]:
+    """Where ``value`` holds a lone UTF-16 surrogate: each location's path and whether the
+    surrogate is in an object key (the key is the path's last part) rather than a string value.
+
+    ``json.loads`` turns an escaped ``"\\ud800"`` into one: valid JSON (RFC 8259 §8.2), but not
+    Unicode text, so neither a UTF-8 file nor a UTF-8 reply can hold it.
+    """
+    # Iterative, because the value may be nested almost to the recursion limit.
+    pending: list[tuple[JSONValue, tuple[str | int, ...]]] = [(value, ())]
+    while pending:
+        item, where = pending.pop()
+        if isinstance(item, str):
+            if not _is_text(item):
+                yield where, False
+        elif isinstance(item, list):
+            pending.extend((sub, (*where, index)) for index, sub in enumerate(item))
+        elif isinstance(item, dict):
+            for key, sub in item.items():
+                if not _is_text(key):
+                    yield (*where, key), True
+                pending.append((sub, (*where, key)))
+
+
+def render_path(base: str, where: tuple[str | int, ...]) -> str:
+    """``where`` written after ``base`` the way error messages name values: ``a.b[0]["c d"]``."""
+    path = base
+    for part in where:
+        if isinstance(part, int):
+            path = f"{path}[{part}]"
+        elif path:
+            path = _join(path, part)
+        else:
+            path = part if part.isidentifier() else f"[{json.dumps(part)}]"
+    return path
 
 
 def check_schema(schema: JSONObject, *, path: str = "schema") -> None:
@@ -290,6 +338,14 @@ def _canonical(value: JSONValue) -> Hashable:
     if isinstance(value, dict):
         return ("object", frozenset((key, _canonical(item)) for key, item in value.items()))
     return (type_name(value), value)
+
+
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _render(value: JSONValue) -> str:

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import NoReturn
 
 from ctxkeeper import __version__, render
-from ctxkeeper.errors import CtxkeeperError, UsageError
+from ctxkeeper.errors import (
+    BelowFloorError,
+    CtxkeeperError,
+    SecretDetectedError,
+    UsageError,
+    ValidationError,
+)
 from ctxkeeper.model import KIND_FIELDS, KINDS, STATUSES, TEXT_FIELDS
 
 TYPE_CHECKING = False
@@ -74,17 +81,40 @@ def _fail(message: str, status: int = 1) -> NoReturn:
     raise _FailureError(message, status)
 
 
-def _parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--project-dir", help="project root (default: CLAUDE_PROJECT_DIR, git top-level, or cwd)"
+#: Exit status of a write refused for its content, not its form (DESIGN.md, "CLI").
+_REFUSED = (BelowFloorError, SecretDetectedError)
+#: Exit status when stdout is a pipe whose reader has gone: what a shell reports for a
+#: program killed by SIGPIPE (128 + 13), which is how ``cat`` or ``grep`` end in ``| head``.
+_BROKEN_PIPE_STATUS = 141
+_DEBUG_VARIABLE = "CTXKEEPER_DEBUG"
+
+
+def _add_common_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    parser.add_argument(
+        "--project-dir",
+        default=argparse.SUPPRESS if suppress else None,
+        help="project root (default: CLAUDE_PROJECT_DIR, git top-level, or cwd)",
     )
-    common.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS if suppress else False,
+        help="print machine-readable JSON",
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    # The options are accepted before the verb and after it. After it they are added with
+    # SUPPRESS defaults, so a verb that was not given them leaves the value from before the
+    # verb in place, and one that was given them wins.
+    common = argparse.ArgumentParser(add_help=False)
+    _add_common_options(common, suppress=True)
     parser = argparse.ArgumentParser(
         prog="ctxkeeper",
         description="Typed project memory for coding agents: decisions, constraints, pipelines.",
     )
     parser.add_argument("--version", action="version", version=f"ctxkeeper {__version__}")
+    _add_common_options(parser, suppress=False)
     sub = parser.add_subparsers(dest="command", required=True, metavar="VERB")
 
     sub.add_parser(
@@ -135,24 +165,100 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one verb; return the exit status (0 ok, 1 refused or failed, 2 usage)."""
-    args = _parser().parse_args(argv, _Args())
+    """Run one verb; return the exit status (0 ok, 1 refused or failed, 2 usage).
+
+    Every failure is one line on stderr; a traceback only with ``CTXKEEPER_DEBUG=1``.
+    """
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    undecodable = _undecodable_argument(arguments)
+    if undecodable:
+        print(f"ctxkeeper: {undecodable}", file=sys.stderr)
+        return 2
+    args = _parser().parse_args(arguments, _Args())
     try:
-        handler = _HANDLERS[args.command]
-        return handler(args)
+        status = _HANDLERS[args.command](args)
+        # Written here, a closed pipe is caught below rather than at interpreter exit. With
+        # fd 1 closed at start-up (`>&-`) there is no sys.stdout and print() discards.
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _drop_stdout()
+        return _BROKEN_PIPE_STATUS
     except _FailureError as failure:
         return _report_error(args, "error", str(failure), failure.status)
-    except UsageError as exc:
-        return _report_error(args, exc.code, str(exc), 2)
     except CtxkeeperError as exc:
-        return _report_error(args, exc.code, str(exc), 1)
+        return _report_error(args, exc.code, str(exc), _exit_status(exc))
     except KeyboardInterrupt:
         return _report_error(args, "interrupted", "interrupted; nothing was written", 1)
+    except EOFError:
+        if _interactive():
+            print(file=sys.stderr)  # end the prompt's line
+        return _report_error(args, "end_of_input", "end of input; nothing was written", 1)
+    except OSError as exc:
+        return _report_error(args, "os_error", _os_failure(f"cannot {args.command}", exc), 1)
+    except Exception as exc:  # noqa: BLE001  # the last resort: one line, the traceback on demand
+        _debug_traceback()
+        message = (
+            f"this is a bug in ctxkeeper: {type(exc).__name__}: {exc} "
+            f"(set {_DEBUG_VARIABLE}=1 to see the traceback)"
+        )
+        return _report_error(args, "internal_error", message, 1)
+    return status
+
+
+def _undecodable_argument(arguments: list[str]) -> str | None:
+    # Python hands bytes that are not UTF-8 over as lone surrogates (PEP 383); no store file
+    # or terminal line could hold them, so they are refused before anything runs.
+    for position, argument in enumerate(arguments, start=1):
+        try:
+            argument.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = argument.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            return f"argument {position} ({shown!r}) is not valid UTF-8; pass UTF-8 text"
+    return None
+
+
+def _exit_status(exc: CtxkeeperError) -> int:
+    """2 for a request malformed in itself (an unknown or missing field, a value outside a
+    closed vocabulary, a bad id or time); 1 for one refused for its content or the store's
+    state (a floor, a secret, a tombstone, a frozen entry, no such entry, a broken store)."""
+    if isinstance(exc, _REFUSED):
+        return 1
+    return 2 if isinstance(exc, (UsageError, ValidationError)) else 1
+
+
+def _os_failure(what: str, exc: OSError) -> str:
+    """``what (path): reason``, the path and reason from the OS."""
+    # A call on a descriptor reports the number as its filename; it names nothing.
+    paths = [os.fsdecode(p) for p in (exc.filename, exc.filename2) if isinstance(p, (str, bytes))]
+    where = f" ({' -> '.join(paths)})" if paths else ""
+    return f"{what}{where}: {exc.strerror or exc}"
+
+
+def _debug_traceback() -> None:
+    if os.environ.get(_DEBUG_VARIABLE) == "1":
+        import traceback
+
+        traceback.print_exc()
+
+
+def _drop_stdout() -> None:
+    # Python flushes stdout once more at exit; pointed at /dev/null that flush cannot fail
+    # with a second BrokenPipeError ("Exception ignored ...", exit 120).
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass  # not a real file (captured in tests); nothing is flushed at exit
 
 
 def _report_error(args: _Args, code: str, message: str, status: int) -> int:
     if getattr(args, "json", False):
-        print(json.dumps({"error": code, "message": message}))
+        try:
+            print(json.dumps({"error": code, "message": message}), flush=True)
+        except BrokenPipeError:
+            _drop_stdout()
     print(f"ctxkeeper: {message}", file=sys.stderr)
     return status
 
@@ -173,7 +279,10 @@ def _emit(args: _Args, data: JSONValue, text: str) -> int:
 
 def _init(args: _Args) -> int:
     store = _store(args)
-    created = store.init()
+    try:
+        created = store.init()
+    except OSError as exc:
+        _fail(_os_failure(f"cannot create the store in {store.root}", exc))
     text = f"initialised {store.dir}" + (
         f" (created {', '.join(created)})" if created else " (already there)"
     )

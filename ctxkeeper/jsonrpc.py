@@ -102,7 +102,9 @@ def parse_message(line: bytes) -> Request | None:
     text = _decode(line)
     if not text.strip():
         return None
-    return _check_envelope(_load(text))
+    # After strict UTF-8 decoding only an escape can produce a lone surrogate; the substring
+    # test keeps the walk for one rare.
+    return _check_envelope(_load(text), escaped="\\u" in text)
 
 
 def _decode(line: bytes) -> str:
@@ -120,10 +122,6 @@ def _load(text: str) -> JSONValue:
         raise RpcError(PARSE_ERROR, "Parse error: JSON nested too deeply") from None
     except ValueError as exc:
         raise RpcError(PARSE_ERROR, f"Parse error: {str(exc)[:200]}") from None
-    # An escaped lone surrogate ("\ud800") parses, but is not Unicode text: nothing downstream
-    # (store files, UTF-8 replies) can encode it. The substring test keeps the walk rare.
-    if "\\u" in text and _has_lone_surrogate(value):
-        raise RpcError(PARSE_ERROR, "Parse error: a string holds a lone UTF-16 surrogate")
     return value
 
 
@@ -131,35 +129,16 @@ def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _has_lone_surrogate(value: JSONValue) -> bool:
-    # Iterative, because the value may be nested almost to the recursion limit.
-    pending: list[JSONValue] = [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, dict):
-            pending.extend(item.keys())
-            pending.extend(item.values())
-        elif isinstance(item, list):
-            pending.extend(item)
-        elif isinstance(item, str) and not _is_encodable(item):
-            return True
-    return False
-
-
-def _is_encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _check_envelope(message: JSONValue) -> Request | None:
+def _check_envelope(message: JSONValue, *, escaped: bool) -> Request | None:
     if isinstance(message, list):
         # Batches were removed in 2025-06-18 (mcp.md §3); one error, not one per element.
         raise RpcError(INVALID_REQUEST, "Invalid Request: batches are not supported")
     if not isinstance(message, dict):
         raise RpcError(INVALID_REQUEST, "Invalid Request: a message must be a JSON object")
+    flaws = _lone_surrogates(message) if escaped else []
+    if ("id",) in flaws:
+        # An id that is not text cannot be echoed for the client to match (JSON-RPC 2.0 §5).
+        raise RpcError(INVALID_REQUEST, f"Invalid Request: id holds {_lone_surrogate()}")
     request_id = _read_id(message)
     if message.get("jsonrpc") != "2.0":
         raise RpcError(
@@ -175,12 +154,57 @@ def _check_envelope(message: JSONValue) -> Request | None:
             INVALID_REQUEST, "Invalid Request: method must be a string", request_id=request_id
         )
     params = message.get("params", {})
+    flaw = _blocking_surrogate(flaws, method) if flaws else None
+    if flaw is not None:
+        if flaw[0] == "params" and request_id is None:
+            return None  # a notification is never answered, even a malformed one (mcp.md §3)
+        raise _surrogate_error(flaw, request_id)
     if isinstance(params, dict):
         return Request(request_id, method, params)
     if request_id is None:
         return None  # a notification is never answered, even a malformed one (mcp.md §3)
     raise RpcError(
         INVALID_PARAMS, "Invalid params: params must be an object", request_id=request_id
+    )
+
+
+def _lone_surrogates(message: JSONObject) -> list[tuple[str | int, ...]]:
+    # argcheck is loaded only for a line with an escape, to keep start-up at json and sys.
+    from ctxkeeper.argcheck import find_lone_surrogates
+
+    return [where for where, _ in find_lone_surrogates(message)]
+
+
+def _lone_surrogate() -> str:
+    from ctxkeeper.argcheck import LONE_SURROGATE
+
+    return LONE_SURROGATE
+
+
+def _blocking_surrogate(
+    flaws: list[tuple[str | int, ...]], method: str
+) -> tuple[str | int, ...] | None:
+    # A flaw inside tools/call arguments passes on: argument problems are tool results the
+    # model can act on (SEP-1303, mcp.md §1), and the tool call reports it by name.
+    blocking = [
+        where
+        for where in flaws
+        if not (method == "tools/call" and len(where) > 2 and where[:2] == ("params", "arguments"))
+    ]
+    return min(blocking, key=len) if blocking else None
+
+
+def _surrogate_error(where: tuple[str | int, ...], request_id: str | int | None) -> RpcError:
+    # The line parsed, so this is no parse error: the reply names the request and the value.
+    from ctxkeeper.argcheck import render_path
+
+    code, label = (
+        (INVALID_PARAMS, "Invalid params")
+        if where[0] == "params"
+        else (INVALID_REQUEST, "Invalid Request")
+    )
+    return RpcError(
+        code, f"{label}: {render_path('', where)} holds {_lone_surrogate()}", request_id=request_id
     )
 
 

@@ -127,9 +127,34 @@ QUERY_INPUT: Final = _object(
 )
 
 
+#: Arguments that name files or directories, checked in every call (``updates`` too).
+_PATH_ARGUMENTS: Final = ("project_dir", "path", "covers_path", "scope")
+
+
+def _refuse_nul(arguments: JSONObject, prefix: str = "") -> None:
+    """A NUL is valid in JSON but in no file path; the OS calls would raise ``ValueError``
+    far from the argument that carried it."""
+    from ctxkeeper.errors import UsageError
+
+    for name in _PATH_ARGUMENTS:
+        value = arguments.get(name)
+        items = value if isinstance(value, list) else [value]
+        for index, item in enumerate(items):
+            if isinstance(item, str) and "\x00" in item:
+                where = prefix + name + (f"[{index}]" if isinstance(value, list) else "")
+                raise UsageError(
+                    f"{where} holds a NUL character (\\x00), which no file path can contain; "
+                    "pass the path without it"
+                )
+    updates = arguments.get("updates")
+    if isinstance(updates, dict) and not prefix:
+        _refuse_nul(updates, "updates.")
+
+
 def _open(arguments: JSONObject, default_dir: str | None) -> Store:
     from ctxkeeper.store import Store
 
+    _refuse_nul(arguments)
     store = Store.open(str(arguments.get("project_dir") or "") or default_dir)
     store.require()
     return store

@@ -236,8 +236,6 @@ def _raw(builder: _Builder, rng: random.Random) -> None:
         b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":Infinity}}',
         b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":-Infinity}}',
         b'{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}',
-        b'{"jsonrpc":"2.0","id":1,"method":"\\udc00"}',
-        b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"\\ud800":1}}',
         b'{"jsonrpc":"2.0","id":1,"method":"ping",}',
         b"{'jsonrpc':'2.0','id':1,'method':'ping'}",
         b'{jsonrpc:"2.0",id:1,method:"ping"}',
@@ -255,6 +253,16 @@ def _raw(builder: _Builder, rng: random.Random) -> None:
         builder.add_raw(raw)
     # Lines that parse and carry a readable id, each of which must be answered.
     builder.add_raw(b'{"jsonrpc":"2.0","id":"dup-a","id":"dup-b","method":"ping"}', "dup-b")
+    # A lone surrogate parses (RFC 8259 §8.2), so the id is readable and answered.
+    builder.add_raw(b'{"jsonrpc":"2.0","id":"fz-s1","method":"\\udc00"}', "fz-s1")
+    builder.add_raw(
+        b'{"jsonrpc":"2.0","id":"fz-s2","method":"ping","params":{"\\ud800":1}}', "fz-s2"
+    )
+    builder.add_raw(
+        b'{"jsonrpc":"2.0","id":"fz-s3","method":"tools/call","params":{"name":"x",'
+        b'"arguments":{"a":"\\udfff"}}}',
+        "fz-s3",
+    )
     builder.add_raw(b'{"jsonrpc":"2.0","id":-0,"method":"no/such"}', 0)
     builder.add_raw(b'{"jsonrpc":"2.0","id":' + b"7" * 300 + b',"method":"nope"}', int("7" * 300))
     builder.add_raw(

@@ -243,6 +243,33 @@ class TestHostileValues:
     def test_code_points_not_bytes(self) -> None:
         assert argcheck.validate("é" * 5, {"type": "string", "maxLength": 5}) == []
 
+    def test_lone_surrogates_are_named_wherever_they_are(self) -> None:
+        value = json.loads(
+            '{"ok": "\\ud83d\\ude00", "a": ["x", "\\ud800"], "\\udc00k": {"b": "\\udfff"}}'
+        )
+        found = argcheck.validate(value, {"type": "object"})
+        assert sorted(found) == sorted(
+            [
+                'arguments["\\udc00k"].b: holds '
+                + argcheck.LONE_SURROGATE
+                + "; send valid Unicode text",
+                'arguments["\\udc00k"]: the property name holds '
+                + argcheck.LONE_SURROGATE
+                + "; send valid Unicode text",
+                "arguments.a[1]: holds " + argcheck.LONE_SURROGATE + "; send valid Unicode text",
+            ]
+        )
+        assert all(message.encode("utf-8") for message in found)
+
+    def test_a_valid_pair_is_not_a_lone_surrogate(self) -> None:
+        assert argcheck.validate(json.loads('"\\ud83d\\ude00"'), {"type": "string"}) == []
+        assert argcheck.validate(json.loads('"\\ude00\\ud83d"'), {"type": "string"}) != []
+
+    def test_deeply_nested_surrogate_is_found(self) -> None:
+        depth = sys.getrecursionlimit() - 50
+        value = json.loads("[" * depth + '"\\ud800"' + "]" * depth)
+        assert [where for where, _ in argcheck.find_lone_surrogates(value)] == [(0,) * depth]
+
 
 class TestSchemaErrors:
     @pytest.mark.parametrize(

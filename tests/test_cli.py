@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ctxkeeper import __version__
+from ctxkeeper import __version__, cli
 from ctxkeeper.cli import main
 from ctxkeeper.store import Store
 from tests.conftest import REPO_ROOT
@@ -29,6 +29,17 @@ RULE = [
     "src/billing/",
     "--tags",
     "billing",
+]
+DECISION = [
+    "--summary",
+    "Use PostgreSQL advisory locks for the job scheduler",
+    "--problem",
+    "Two scheduler replicas ran the nightly invoice job at the same time.",
+    "--why-chosen",
+    (
+        "Advisory locks live in the database we already run, release on disconnect and need no "
+        "new infrastructure, unlike a separate coordination service."
+    ),
 ]
 
 
@@ -151,6 +162,55 @@ class TestRecordAndRead:
         assert code == 2
         assert message in err
 
+    @pytest.mark.parametrize(
+        ("argv", "message"),
+        [
+            pytest.param(
+                ["add", "constraint", *RULE[:2], *RULE[4:6]],
+                "constraint needs 'reason'",
+                id="missing-field",
+            ),
+            pytest.param(
+                ["add", "constraint", *RULE[:4], "--hardness", "medium"],
+                "got 'medium'",
+                id="bad-hardness",
+            ),
+            pytest.param(
+                ["add", "decision", "--tags", "two words", *DECISION], "one word", id="bad-tag"
+            ),
+        ],
+    )
+    def test_malformed_entries_are_usage_errors(
+        self, cli_project: str, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+    ) -> None:
+        capsys.readouterr()
+        code, data, err = run(capsys, *argv, "--project-dir", cli_project, "--json")
+        assert (code, data["error"]) == (2, "invalid_entry")
+        assert message in err
+        assert Store.open(cli_project).load().entries == {}
+
+    def test_refused_content_exits_1(
+        self, cli_project: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        from ctxkeeper.verbs import deprecate_entry, user_actor
+
+        capsys.readouterr()
+        token = "ghp_" + "A1b2C3d4E5f6" * 3  # assembled, so no literal secret sits in the repo
+        leak = f"The token {token} leaked into the build logs of the nightly scheduler."
+        argv = ["add", "decision", "--project-dir", cli_project, "--json"]
+        code, data, _ = run(capsys, *argv, *DECISION[:2], "--problem", leak, *DECISION[4:])
+        assert (code, data["error"]) == (1, "secret_detected")
+        code, data, _ = run(capsys, *argv, *DECISION)
+        assert code == 0
+        deprecate_entry(
+            Store.open(cli_project),
+            data["id"],
+            "the scheduler moved to a queue",
+            actor=user_actor(),
+        )
+        code, data, _ = run(capsys, *argv, *DECISION)
+        assert (code, data["error"]) == (1, "previously_rejected")
+
     def test_unknown_id_exits_1(self, cli_project: str, capsys: pytest.CaptureFixture[str]) -> None:
         capsys.readouterr()
         code, _, err = run(capsys, "show", "con-404-abcd", "--project-dir", cli_project)
@@ -269,3 +329,232 @@ class TestOnATerminal:
         assert code == 0, out
         entries = list(store.load().entries.values())
         assert entries[0]["steps"] == ["Tag the release commit on main"]
+
+
+class TestCommonOptions:
+    @pytest.mark.parametrize(
+        "argv",
+        [
+            pytest.param(["--json", "--project-dir", "PROJECT", "list"], id="before"),
+            pytest.param(["list", "--json", "--project-dir", "PROJECT"], id="after"),
+            pytest.param(["--json", "list", "--project-dir", "PROJECT"], id="split"),
+            pytest.param(
+                ["--project-dir", "MISSING", "list", "--json", "--project-dir", "PROJECT"],
+                id="verb-level-wins",
+            ),
+        ],
+    )
+    def test_before_or_after_the_verb(
+        self,
+        cli_project: str,
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+        argv: list[str],
+    ) -> None:
+        run(capsys, "add", "constraint", *RULE, "--project-dir", cli_project)
+        argv = [
+            {"PROJECT": cli_project, "MISSING": str(tmp_path / "missing")}.get(a, a) for a in argv
+        ]
+        code = main(argv)
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        assert json.loads(out)["total"] == 1
+
+    def test_before_the_verb_without_json_prints_text(
+        self, cli_project: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        run(capsys, "add", "constraint", *RULE, "--project-dir", cli_project)
+        code = main(["--project-dir", cli_project, "list"])
+        out = capsys.readouterr().out
+        assert code == 0
+        assert "idempotency key" in out
+        with pytest.raises(json.JSONDecodeError):
+            json.loads(out)
+
+
+def _cli(
+    *argv: str | bytes, stdout: int | None = subprocess.PIPE, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "ctxkeeper", *argv],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": REPO_ROOT, **(env or {})},
+        timeout=60,
+        check=False,
+    )
+
+
+def _one_line(stderr: bytes) -> str:
+    text = stderr.decode()
+    assert "Traceback" not in text, text
+    assert text.count("\n") == 1, text
+    assert text.startswith("ctxkeeper: "), text
+    return text
+
+
+class TestOneLineErrors:
+    """Failures a person can cause from a shell print one line, never a traceback."""
+
+    @pytest.mark.parametrize(
+        ("argv", "control_code"),
+        [
+            pytest.param([b"search", b"\xff"], 0, id="query"),
+            pytest.param(
+                [
+                    b"add",
+                    b"constraint",
+                    *(a.encode() for a in RULE[2:]),
+                    b"--rule",
+                    b"caf\xe9 " * 5,
+                ],
+                0,
+                id="field",
+            ),
+            pytest.param([b"show", b"con-001-\xff\xfe"], 2, id="id"),
+        ],
+    )
+    def test_argv_that_is_not_utf8(
+        self, cli_project: str, argv: list[bytes], control_code: int
+    ) -> None:
+        done = _cli(*argv, "--project-dir", cli_project)
+        assert done.returncode == 2
+        assert "is not valid UTF-8" in _one_line(done.stderr)
+        assert Store.open(cli_project).load().entries == {}
+        fixed = [
+            a.replace(b"\xff", b"x").replace(b"\xfe", b"y").replace(b"\xe9", b"e") for a in argv
+        ]
+        control = _cli(*fixed, "--project-dir", cli_project)
+        assert control.returncode == control_code, control.stderr
+        assert "UTF-8" not in control.stderr.decode()
+
+    def test_closed_stdout_exits_quietly(self, cli_project: str) -> None:
+        main(["add", "constraint", *RULE, "--project-dir", cli_project])
+        reader, writer = os.pipe()
+        os.close(reader)  # the reader has gone before anything is written, like `| head -0`
+        try:
+            done = _cli("list", "--project-dir", cli_project, stdout=writer)
+        finally:
+            os.close(writer)
+        assert (done.returncode, done.stderr) == (141, b"")
+        assert _cli("list", "--project-dir", cli_project).returncode == 0
+
+    def test_stdout_closed_before_start(self, cli_project: str) -> None:
+        # `ctxkeeper list >&-`: Python then has no sys.stdout at all, and print() discards.
+        command = [sys.executable, "-m", "ctxkeeper", "list", "--project-dir", cli_project]
+        done = subprocess.run(
+            ["sh", "-c", 'exec "$@" >&-', "sh", *command],
+            capture_output=True,
+            cwd=REPO_ROOT,
+            env={**os.environ, "PYTHONPATH": REPO_ROOT},
+            timeout=60,
+            check=False,
+        )
+        assert (done.returncode, done.stderr) == (0, b"")
+        failing = [*command[:3], "show", "nope", *command[4:]]
+        done = subprocess.run(
+            ["sh", "-c", 'exec "$@" >&-', "sh", *failing, "--json"],
+            capture_output=True,
+            cwd=REPO_ROOT,
+            env={**os.environ, "PYTHONPATH": REPO_ROOT},
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 2
+        assert "not an entry id" in _one_line(done.stderr)
+
+    def test_large_output_into_head(self, store: Store) -> None:
+        from ctxkeeper.verbs import record_entry, user_actor
+        from tests.conftest import pipeline_fields
+
+        steps = [f"Step {n} of the long release procedure, with details" for n in range(40)]
+        for n in range(40):
+            record_entry(
+                store,
+                "pipeline",
+                pipeline_fields(name=f"Release train {n}", steps=steps),
+                actor=user_actor(),
+            )
+        shell = (
+            f"set -o pipefail; {sys.executable} -m ctxkeeper list --json "
+            f"--project-dir {store.root} | head -c 10"
+        )
+        done = subprocess.run(
+            ["bash", "-c", shell],
+            capture_output=True,
+            cwd=REPO_ROOT,
+            env={**os.environ, "PYTHONPATH": REPO_ROOT},
+            timeout=60,
+            check=False,
+        )
+        assert done.stdout == b'{\n  "resul'
+        assert (done.returncode, done.stderr) == (141, b"")
+
+    def test_init_where_no_directory_can_be_made(self) -> None:
+        done = _cli("init", "--project-dir", "/proc/self")
+        assert done.returncode == 1
+        line = _one_line(done.stderr)
+        assert "/.context" in line
+        assert "No such file or directory" in line or "Permission denied" in line
+
+    def test_a_store_file_that_is_a_directory(self, cli_project: str) -> None:
+        entries = os.path.join(cli_project, ".context", "entries.json")
+        os.mkdir(entries)
+        done = _cli("list", "--project-dir", cli_project)
+        assert done.returncode == 1
+        # The store may name the file itself; the CLI's part is one line, exit 1.
+        assert "Is a directory" in _one_line(done.stderr)
+        os.rmdir(entries)
+        assert _cli("list", "--project-dir", cli_project).returncode == 0
+
+
+class TestLastResort:
+    def test_a_bug_is_one_line_with_a_hint(
+        self, cli_project: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        def broken(args: object) -> int:
+            raise RuntimeError("the index went missing")
+
+        monkeypatch.setitem(cli._HANDLERS, "list", broken)
+        monkeypatch.delenv("CTXKEEPER_DEBUG", raising=False)
+        capsys.readouterr()
+        assert main(["list", "--project-dir", cli_project]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1
+        assert "bug in ctxkeeper" in err
+        assert "RuntimeError: the index went missing" in err
+        assert "CTXKEEPER_DEBUG=1" in err
+        assert "Traceback" not in err
+        monkeypatch.setenv("CTXKEEPER_DEBUG", "1")
+        assert main(["list", "--project-dir", cli_project]) == 1
+        err = capsys.readouterr().err
+        assert "Traceback" in err
+        assert "RuntimeError: the index went missing" in err
+
+
+class TestEndOfInput:
+    @pytest.mark.slow
+    def test_ctrl_d_at_an_add_prompt_writes_nothing(self, store: Store) -> None:
+        code, out = _on_terminal(
+            store.root, ["add", "pipeline", "--name", "Staged release"], b"\x04"
+        )
+        assert code == 1, out
+        assert "nothing was written" in out
+        assert "Traceback" not in out
+        assert store.load().entries == {}
+
+    @pytest.mark.slow
+    def test_ctrl_d_at_a_confirmation(self, store: Store) -> None:
+        from ctxkeeper.verbs import agent_actor, record_entry
+        from tests.conftest import decision_fields
+
+        proposed = str(
+            record_entry(store, "decision", decision_fields(), actor=agent_actor())["id"]
+        )
+        code, out = _on_terminal(store.root, ["approve", proposed], b"\x04")
+        assert code == 1, out
+        assert "nothing was written" in out
+        assert "Traceback" not in out
+        assert store.get(proposed)["status"] == "proposed"

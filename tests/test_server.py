@@ -246,9 +246,6 @@ class TestParseErrors:
             pytest.param(b'{"jsonrpc":"2.0","id":1,"method":"ping","x":-Infinity}', id="-inf"),
             pytest.param(b"[" * 100_000 + b"]" * 100_000, id="deep-array"),
             pytest.param(b'{"a":' * 50_000 + b"1" + b"}" * 50_000, id="deep-object"),
-            pytest.param(b'{"jsonrpc":"2.0","id":1,"method":"ping","x":"\\ud800"}', id="surrogate"),
-            pytest.param(b'{"jsonrpc":"2.0","id":"\\udfff","method":"ping"}', id="surrogate-id"),
-            pytest.param(b'{"jsonrpc":"2.0","\\ud800":1,"method":"ping"}', id="surrogate-key"),
             pytest.param(b'{"jsonrpc":"2.0","id":' + b"9" * 5000 + b',"method":"ping"}', id="int"),
             pytest.param(b"\xef\xbb\xbf{}", id="bom"),
             pytest.param(b'{"a":1,}', id="trailing-comma"),
@@ -263,6 +260,113 @@ class TestParseErrors:
     def test_valid_surrogate_pair_is_fine(self) -> None:
         message = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"\\ud83d\\ude00"}}'
         assert run(message) == [{"jsonrpc": "2.0", "id": 1, "result": {}}]
+
+
+class TestLoneSurrogates:
+    """An escaped lone surrogate parses as JSON (RFC 8259 §8.2), so the id stays readable: the
+    reply names the request and says which value is not Unicode text."""
+
+    def test_in_tool_arguments_is_an_argument_error_for_the_model(self) -> None:
+        raw = (
+            b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo",'
+            b'"arguments":{"text":"\\ud800"}}}'
+        )
+        control = request("tools/call", 8, name="echo", arguments={"text": "\U0001f600"})
+        replies = run(initialize(), raw, control)
+        assert replies[1]["id"] == 7
+        result = result_of(replies[1])
+        assert result["isError"] is True
+        assert "invalid_argument" in text_of(result)
+        assert "arguments.text: holds a lone UTF-16 surrogate" in text_of(result)
+        assert_schema_valid(replies[1], "tools/call", "2025-11-25")
+        assert result_of(replies[2])["isError"] is False
+
+    def test_in_an_argument_name(self) -> None:
+        raw = (
+            b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo",'
+            b'"arguments":{"text":"hi","\\udc00x":1}}}'
+        )
+        result = result_of(one(initialize(), raw))
+        assert result["isError"] is True
+        assert 'arguments["\\udc00x"]: the property name holds a lone' in text_of(result)
+
+    @pytest.mark.parametrize(
+        ("raw", "code", "request_id", "where"),
+        [
+            pytest.param(
+                b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"\\ud800"}}',
+                jsonrpc.INVALID_PARAMS,
+                1,
+                "params.x",
+                id="params-value",
+            ),
+            pytest.param(
+                b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"\\ud800":1}}',
+                jsonrpc.INVALID_PARAMS,
+                1,
+                'params["\\ud800"]',
+                id="params-key",
+            ),
+            pytest.param(
+                b'{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"e\\udfff"}}',
+                jsonrpc.INVALID_PARAMS,
+                "a",
+                "params.name",
+                id="tool-name",
+            ),
+            pytest.param(
+                b'{"jsonrpc":"2.0","id":2,"method":"tools/call",'
+                b'"params":{"name":"echo","arguments":"\\ud800"}}',
+                jsonrpc.INVALID_PARAMS,
+                2,
+                "params.arguments",
+                id="arguments-not-an-object",
+            ),
+            pytest.param(
+                b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo",'
+                b'"arguments":{"text":"\\ud800"},"_meta":{"k":"\\udc00"}}}',
+                jsonrpc.INVALID_PARAMS,
+                3,
+                "params._meta.k",
+                id="meta-beside-arguments",
+            ),
+            pytest.param(
+                b'{"jsonrpc":"2.0","id":1,"method":"\\udc00"}',
+                jsonrpc.INVALID_REQUEST,
+                1,
+                "method",
+                id="method",
+            ),
+            pytest.param(
+                b'{"jsonrpc":"2.0","\\ud800":1,"id":4,"method":"ping"}',
+                jsonrpc.INVALID_REQUEST,
+                4,
+                '["\\ud800"]',
+                id="top-level-key",
+            ),
+            pytest.param(
+                b'{"jsonrpc":"2.0","id":"\\udfff","method":"ping"}',
+                jsonrpc.INVALID_REQUEST,
+                None,
+                "id",
+                id="id-itself",
+            ),
+        ],
+    )
+    def test_outside_arguments_is_a_protocol_error_with_the_id(
+        self, raw: bytes, code: int, request_id: JSONValue, where: str
+    ) -> None:
+        replies = run(raw, request("ping", 9))
+        assert error_of(replies[0]) == (code, request_id)
+        error = replies[0]["error"]
+        assert isinstance(error, dict)
+        assert f"{where} holds a lone UTF-16 surrogate" in str(error["message"])
+        assert_schema_valid(replies[0], None, "2025-11-25")
+        assert replies[1] == {"jsonrpc": "2.0", "id": 9, "result": {}}
+
+    def test_a_notification_is_not_answered(self) -> None:
+        raw = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"r":"\\ud800"}}'
+        assert run(raw, request("ping", 9)) == [{"jsonrpc": "2.0", "id": 9, "result": {}}]
 
 
 class TestInvalidRequests:

@@ -15,8 +15,9 @@ import pytest
 from ctxkeeper import tools
 from ctxkeeper.errors import CtxkeeperError
 from ctxkeeper.store import Store
+from ctxkeeper.toolcall import run_tool
 from ctxkeeper.tools import load_tools
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, constraint_fields, snapshot_dir
 from tests.e2e.tool_examples import EXAMPLE_CALLS, resolve
 
 TYPE_CHECKING = False
@@ -94,6 +95,66 @@ class TestEveryTool:
             {"query": "nightly export partner bucket", "token_budget": 20000}
         )
         assert context.truncated is True
+
+
+def _text_of(result: JSONObject) -> str:
+    content = result["content"]
+    assert isinstance(content, list)
+    block = content[0]
+    assert isinstance(block, dict)
+    return str(block["text"])
+
+
+class TestPathArguments:
+    """A NUL can be sent in JSON but no file path holds one; the model gets an argument error
+    naming the argument, never an internal error."""
+
+    @pytest.mark.parametrize(
+        ("tool", "arguments", "named"),
+        [
+            pytest.param(
+                "get_context", {"project_dir": "ROOT\x00"}, "project_dir", id="project-dir"
+            ),
+            pytest.param("get_context", {"path": "src/\x00x.py"}, "path", id="context-path"),
+            pytest.param(
+                "query_entries", {"covers_path": "/tmp/a\x00b"}, "covers_path", id="covers-path"
+            ),
+            pytest.param(
+                "query_entries", {"scope": ["src/", "b\x00"]}, "scope[1]", id="query-scope"
+            ),
+            pytest.param(
+                "record_entry",
+                {"kind": "constraint", **constraint_fields(scope=["src/\x00billing/"])},
+                "scope[0]",
+                id="record-scope",
+            ),
+        ],
+    )
+    def test_nul_is_an_argument_error(
+        self, store: Store, tool: str, arguments: JSONObject, named: str
+    ) -> None:
+        arguments = json.loads(json.dumps(arguments).replace("ROOT", store.root))
+        before = snapshot_dir(store.dir)
+        result = run_tool(by_name(store)[tool], arguments)
+        text = _text_of(result)
+        assert result["isError"] is True
+        assert text.startswith("invalid_argument: ")
+        assert f"{named} holds a NUL character" in text
+        assert snapshot_dir(store.dir) == before
+        clean = json.loads(json.dumps(arguments).replace("\\u0000", ""))
+        assert run_tool(by_name(store)[tool], clean)["isError"] is False
+
+    def test_nul_in_update_scope(self, store: Store) -> None:
+        specs = by_name(store)
+        recorded = specs["record_entry"].handler({"kind": "constraint", **constraint_fields()})
+        entry_id = recorded.structured["id"]
+        result = run_tool(
+            specs["update_entry"],
+            {"id": entry_id, "updates": {"scope": ["a\x00"]}, "reason": "narrow the scope"},
+        )
+        assert result["isError"] is True
+        assert "updates.scope[0] holds a NUL character" in _text_of(result)
+        assert store.get(str(entry_id))["scope"] == ["src/billing"]
 
 
 class TestAgentSurface:
