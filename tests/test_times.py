@@ -140,7 +140,7 @@ class TestThroughTheStore:
                 entry["updated_at"] = "9999-12-31"
         path.write_text(json.dumps(doc))
         found = get_context(store, {"query": "advisory locks scheduler idempotency"})
-        assert {r["id"] for r in found["results"]} == {good, odd}  # type: ignore[index,union-attr]
+        assert {r["id"] for r in found["results"]} == {good, odd}  # type: ignore[index,union-attr,call-overload]
         queried = query_entries(store, {"as_of": "2026-06-01"})
         assert queried["total"] == 2
         assert project_summary(store)["total"] == 2
