@@ -53,10 +53,15 @@ def read_bytes(path: str) -> bytes | None:
         return None
     except OSError as exc:
         raise _unusable(path, exc) from None
-    with os.fdopen(fd, "rb") as handle:
+    try:
+        handle = os.fdopen(fd, "rb")
+    except OSError as exc:  # a directory opens read-only but is no file to read
+        os.close(fd)
+        raise _unusable(path, exc) from None
+    with handle:
         try:
             return handle.read()
-        except OSError as exc:  # a directory opens read-only but does not read
+        except OSError as exc:
             raise _unusable(path, exc) from None
 
 
