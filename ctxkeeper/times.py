@@ -23,6 +23,7 @@ _RANGE_TEXT: Final = "years 1970 to 9998 (UTC)"
 # The extended ISO-8601 forms Python 3.10's fromisoformat reads, and nothing else: the basic
 # form (20260131) parses differently across Python versions, so it is refused, not guessed at.
 _BARE_DATE: Final = re.compile(r"\d{4}-\d{2}-\d{2}")
+_BASIC_FORM: Final = re.compile(r"\d{8}(?:[Tt]\d{4,6})?")
 _DATE_TIME: Final = re.compile(
     r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d{3}(?:\d{3})?)?)?"
     r"(?:[Zz]|[+-]\d{2}:\d{2})?"
@@ -116,9 +117,11 @@ def _parse_or_raise(text: str, field: str) -> tuple[datetime, bool]:
             "leave the bound out for an open end"
         ) from None
     except ValueError:
+        basic = bool(_BASIC_FORM.match(text.strip()))
+        hint = "the basic form without dashes is not accepted; " if basic else ""
         raise UsageError(
-            f"{field}: {text!r} is not an ISO-8601 time; use 2026-11-30 (a whole UTC day) "
-            "or 2026-11-30T09:15:00Z"
+            f"{field}: {text!r} is not an ISO-8601 time ctxkeeper reads; {hint}use 2026-11-30 "
+            "(a whole UTC day) or 2026-11-30T09:15:00Z"
         ) from None
 
 

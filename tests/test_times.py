@@ -63,8 +63,12 @@ class TestCallerTimes:
         ],
     )
     def test_unaccepted_forms(self, text: str) -> None:
-        with pytest.raises(UsageError, match="not an ISO-8601 time; use 2026-11-30"):
+        with pytest.raises(UsageError, match=r"not an ISO-8601 time ctxkeeper reads; .*2026-11-30"):
             times.parse_time(text, field="as_of")
+
+    def test_basic_form_is_named(self) -> None:
+        with pytest.raises(UsageError, match="basic form without dashes is not accepted"):
+            times.parse_time("20260131", field="valid_until")
 
     def test_bare_date_end_of_day(self) -> None:
         end = times.parse_time("2026-01-31", field="v", end_of_day=True)
