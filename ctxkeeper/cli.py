@@ -386,12 +386,32 @@ def _checked_id(entry_id: str) -> str:
 
 
 def _history(args: _Args) -> int:
+    from ctxkeeper.errors import NotFoundError
     from ctxkeeper.verbs import get_entry
 
-    result = get_entry(_store(args), _checked_id(args.id))
+    store = _store(args)
+    entry_id = _checked_id(args.id)
+    try:
+        result = get_entry(store, entry_id)
+    except NotFoundError:
+        # A purged id is gone from the store, but the purge promised the journal keeps it.
+        records = store.history(entry_id)
+        if not records:
+            raise
+        result = {
+            "entry": None,
+            "purged": records[-1].get("op") == "purge",
+            "history": [{key: record.get(key) for key in _HISTORY_KEYS} for record in records],
+        }
     history = result["history"]
     assert isinstance(history, list)
-    return _emit(args, result, f"history of {args.id}\n" + render.history(history))
+    header = f"history of {entry_id}" + (
+        " (purged; only the journal keeps it)" if result["entry"] is None else ""
+    )
+    return _emit(args, result, header + "\n" + render.history(history))
+
+
+_HISTORY_KEYS = ("seq", "at", "op", "actor", "reason", "before", "after")
 
 
 def _search(args: _Args) -> int:
@@ -492,8 +512,25 @@ def _doctor(args: _Args) -> int:
     from ctxkeeper.doctor import run_doctor
     from ctxkeeper.verbs import user_actor
 
-    report = run_doctor(_store(args), actor=user_actor(), repair=args.repair)
+    store = _store(args)
+    report = run_doctor(store, actor=user_actor(), repair=args.repair)
+    if report.needs_confirmation:
+        lines = [f"would lose: {item}" for item in report.would_lose]
+        if args.json:
+            _emit(args, report.as_json(), "")
+            print("ctxkeeper: the repair would lose data; nothing was changed", file=sys.stderr)
+            return 1
+        if not _interactive():
+            print("\n".join(lines))
+            _fail(
+                "the repair would lose what is listed above, so nothing was changed; run "
+                "`ctxkeeper doctor --repair` at a terminal to confirm"
+            )
+        print("\n".join(lines))
+        _confirm("repair anyway (every replaced file is kept as a backup)?")
+        report = run_doctor(store, actor=user_actor(), repair=True, accept_loss=True)
     lines = [f"problem: {p}" for p in report.problems] + [f"note: {n}" for n in report.notes]
+    lines += [f"backup: {b}" for b in report.backups]
     lines.append(
         "ok: journal chain verified and entries equal its fold"
         if report.ok

@@ -7,7 +7,7 @@ import os
 import tempfile
 import time
 
-from ctxkeeper.errors import LockTimeoutError, UnsafeStoreError
+from ctxkeeper.errors import LockTimeoutError, StoreError, UnsafeStoreError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -17,6 +17,9 @@ if TYPE_CHECKING:
 # between our lstat check and the open (a cloned repository is untrusted input).
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _LOCK_TIMEOUT_S = 30.0
+#: Temporary files ``write_atomic`` leaves behind only when the process is killed mid-write.
+TEMP_PREFIX = ".tmp-"
+TEMP_SUFFIX = ".part"
 
 
 def check_not_link(path: str) -> None:
@@ -48,8 +51,24 @@ def read_bytes(path: str) -> bytes | None:
         fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
     except FileNotFoundError:
         return None
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read()
+    except OSError as exc:
+        raise _unusable(path, exc) from None
+    try:
+        handle = os.fdopen(fd, "rb")
+    except OSError as exc:  # a directory opens read-only but is no file to read
+        os.close(fd)
+        raise _unusable(path, exc) from None
+    with handle:
+        try:
+            return handle.read()
+        except OSError as exc:
+            raise _unusable(path, exc) from None
+
+
+def _unusable(path: str, exc: OSError) -> StoreError:
+    if os.path.isdir(path):
+        return StoreError(f"{path} is a directory where ctxkeeper expects a file; move it aside")
+    return StoreError(f"{path} cannot be read: {exc.strerror or exc}")
 
 
 def fsync_dir(directory: str) -> None:
@@ -61,24 +80,32 @@ def fsync_dir(directory: str) -> None:
             os.close(fd)
 
 
-def write_atomic(path: str, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so a reader sees the old or the new file, never half."""
+def write_atomic(path: str, data: bytes, *, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` so a reader sees the old or the new file, never half.
+
+    :param durable: fsync the file and its directory; a derived cache skips this, since
+        losing it to a crash only costs a rebuild.
+    """
     check_not_link(path)
+    if os.path.isdir(path):
+        raise StoreError(f"{path} is a directory where ctxkeeper expects a file; move it aside")
     directory = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".part")
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX)
     try:
         # mkstemp makes the file private (0600); store files are ordinary project files.
         os.fchmod(fd, _file_mode(path))
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    fsync_dir(directory)
+    if durable:
+        fsync_dir(directory)
 
 
 def _file_mode(path: str) -> int:
@@ -93,7 +120,10 @@ def _file_mode(path: str) -> int:
 def append_durably(path: str, data: bytes) -> int:
     """Append ``data`` in one write, fsync it, and return the file's size before the append."""
     check_not_link(path)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o644)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o644)
+    except OSError as exc:
+        raise _unusable(path, exc) from None
     try:
         start = os.fstat(fd).st_size
         view = memoryview(data)
@@ -104,6 +134,15 @@ def append_durably(path: str, data: bytes) -> int:
     finally:
         os.close(fd)
     return start
+
+
+def orphaned_temp_files(directory: str) -> list[str]:
+    """Names of ``write_atomic`` temporaries a killed process left in ``directory``."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    return sorted(n for n in names if n.startswith(TEMP_PREFIX) and n.endswith(TEMP_SUFFIX))
 
 
 def truncate(path: str, size: int) -> None:

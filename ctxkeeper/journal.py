@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from typing import Final
+from typing import Final, NamedTuple
 
 from ctxkeeper.errors import CorruptFileError
 
@@ -124,24 +124,81 @@ def parse_lines(data: bytes, path: str) -> tuple[list[JSONObject], list[int]]:
     return records, ends
 
 
-def verify_chain(
-    records: Iterable[Mapping[str, JSONValue]], *, seq: int = 0, head: str = GENESIS
-) -> list[str]:
-    """Every break in the chain following ``seq``/``head``: wrong sequence, wrong ``prev``
-    link, or a hash that does not match the record's content."""
-    problems: list[str] = []
+class ChainProblem(NamedTuple):
+    """One break found in the journal, located by its line (1-based) in the file."""
+
+    position: int
+    """Position of the record in the list checked."""
+    line: int
+    message: str
+    future: bool = False
+    """The record was written by a newer ctxkeeper: refuse it, never repair it."""
+
+
+def check_chain(
+    records: Iterable[Mapping[str, JSONValue]],
+    *,
+    seq: int = 0,
+    head: str = GENESIS,
+    first_line: int = 1,
+) -> list[ChainProblem]:
+    """Every break following ``seq``/``head``: wrong sequence, wrong ``prev`` link, a hash that
+    does not match the record's content, or a record this ctxkeeper must not replay (a newer
+    ``version``, an unknown ``op``, no entry id); ``first_line`` is the first record's line."""
+    problems: list[ChainProblem] = []
     expected_seq = seq + 1
-    for record in records:
+    for index, record in enumerate(records):
+        line = first_line + index
+
+        def add(message: str, *, future: bool = False, at: int = index, where: int = line) -> None:
+            problems.append(ChainProblem(at, where, message, future))
+
         found = record.get("seq")
+        version = record.get("version", JOURNAL_VERSION)
+        if not isinstance(version, int) or isinstance(version, bool) or version > JOURNAL_VERSION:
+            add(
+                f"journal seq {found}: version {version!r} was written by a newer ctxkeeper "
+                f"(this one reads {JOURNAL_VERSION}); upgrade ctxkeeper rather than replay it",
+                future=True,
+            )
+        if record.get("op") not in OPS:
+            add(f"journal seq {found}: unknown op {record.get('op')!r}; it is not replayed")
+        if not isinstance(record.get("id"), str):
+            add(f"journal seq {found}: no entry id")
+        if not isinstance(record.get("after"), (dict, type(None))):
+            add(f"journal seq {found}: 'after' is neither an entry nor null")
         if found != expected_seq:
-            problems.append(f"journal seq {found!r} where {expected_seq} was expected")
+            add(f"journal seq {found!r} where {expected_seq} was expected")
         if record.get("prev") != head:
-            problems.append(f"journal seq {found}: prev does not match the previous record's hash")
+            add(f"journal seq {found}: prev does not match the previous record's hash")
         if record.get("hash") != record_hash(record):
-            problems.append(f"journal seq {found}: hash does not match its content (edited?)")
+            add(f"journal seq {found}: hash does not match its content (edited?)")
         head = str(record.get("hash"))
         expected_seq = (found if isinstance(found, int) else expected_seq) + 1
     return problems
+
+
+def verify_chain(
+    records: Iterable[Mapping[str, JSONValue]], *, seq: int = 0, head: str = GENESIS
+) -> list[str]:
+    """The messages of :func:`check_chain` (empty when the chain is intact)."""
+    return [problem.message for problem in check_chain(records, seq=seq, head=head)]
+
+
+def reseal(records: list[JSONObject], *, start: int) -> list[JSONObject]:
+    """Renumber and re-link records from ``start`` on, so the chain verifies again.
+
+    Repair uses this after a hand edit of the journal: the edited content is kept as it now
+    reads (the original bytes are kept in a backup), and the new hashes make later edits
+    detectable again.
+    """
+    head = GENESIS if start == 0 else str(records[start - 1]["hash"])
+    out = list(records[:start])
+    for offset, record in enumerate(records[start:], start=start):
+        fixed: JSONObject = {**record, "seq": offset + 1, "prev": head}
+        fixed["hash"] = head = record_hash(fixed)
+        out.append(fixed)
+    return out
 
 
 def complete_transactions(records: list[JSONObject]) -> list[JSONObject]:

@@ -8,7 +8,7 @@ from typing import Final, Literal, get_args
 
 from ctxkeeper.errors import BelowFloorError, UsageError, ValidationError
 from ctxkeeper.scope import normalize_scope
-from ctxkeeper.times import normalize_time
+from ctxkeeper.times import check_window, normalize_time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -216,6 +216,7 @@ def clean_fields(kind: str, fields: Mapping[str, object], floors: Floors) -> JSO
     for field in COMMON_INPUT_FIELDS:
         default: object = None if field.startswith("valid_") else []
         clean[field] = _clean_common(field, fields.get(field, default))
+    check_window(clean["valid_from"], clean["valid_until"])
     return clean
 
 

@@ -49,10 +49,7 @@ def _strings(arguments: Mapping[str, object], key: str, allowed: tuple[str, ...]
 def _time(
     arguments: Mapping[str, object], key: str, *, end_of_day: bool = False
 ) -> datetime | None:
-    value = arguments.get(key)
-    if value is None:
-        return None
-    return times.parse_time(str(value), field=key, end_of_day=end_of_day)
+    return times.parse_optional_time(arguments.get(key), field=key, end_of_day=end_of_day)
 
 
 def _text_of(entry: Mapping[str, JSONValue]) -> str:

@@ -68,7 +68,7 @@ def parse_query(arguments: Mapping[str, object]) -> ContextQuery:
         path=str(arguments["path"]) if arguments.get("path") else None,
         kinds=kinds,
         token_budget=budget,
-        as_of=times.parse_time(str(as_of), field="as_of") if as_of else None,
+        as_of=times.parse_optional_time(as_of, field="as_of"),
         include_history=bool(arguments.get("include_history", False)),
         abstain=abstain,
     )

@@ -7,22 +7,25 @@ All entries live in one ``entries.json`` that also records how far into the jour
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import secrets
-from dataclasses import dataclass, field
+import sys
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Final
 
-from ctxkeeper import fsutil, journal
+from ctxkeeper import fsutil, journal, journalfile, times
 from ctxkeeper.config import Config, default_document, parse_config
 from ctxkeeper.documents import parse_document
-from ctxkeeper.errors import NotFoundError, StoreError
-from ctxkeeper.model import ID_PATTERN, KIND_PREFIX, ordered
+from ctxkeeper.errors import CorruptFileError, NotFoundError, StoreError
+from ctxkeeper.model import ID_PATTERN, KIND_PREFIX, KINDS, STATUSES, TEXT_FIELDS, ordered
 from ctxkeeper.project import context_dir, find_root
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Mapping
 
     from ctxkeeper._types import JSONObject, JSONValue
 
@@ -45,6 +48,15 @@ GITIGNORE: Final = """\
 
 #: The last parsed ``entries.json`` per path, keyed by its identity on disk.
 _PARSED: dict[str, tuple[tuple[str, int, int, int], State]] = {}
+#: The last state a read served per store, keyed by the entries file and the journal view.
+_SERVED: dict[str, tuple[tuple[object, ...], State]] = {}
+#: Entry-file states already warned about, so a long-running server warns once, not per call.
+_WARNED: set[tuple[object, ...]] = set()
+#: Who a hand edit of ``entries.json`` is journaled as when a write finds it (DESIGN.md: a hand
+#: edit is recorded as ``manual_edit`` by ``user``); the editor's login is not knowable.
+HAND_EDIT_ACTOR: Final = MappingProxyType({"origin": "user", "user": None})
+_ENTRIES_MARKER: Final = b'\n  "entries": '
+_DIGEST_PLACEHOLDER: Final = "?" * 64
 
 
 @dataclass
@@ -55,6 +67,25 @@ class State:
     seq: int = 0
     head: str = journal.GENESIS
     journal_bytes: int = 0
+    hand_edited: bool = False
+    """``entries.json`` no longer matches the digest its last writer put in it."""
+    duplicates: list[str] = field(default_factory=list)
+    """Ids that appear more than once in ``entries.json`` (reads see the last copy)."""
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Malformed entries left out of reads, with why (``load`` only; doctor reports them)."""
+
+
+class PurgedError(NotFoundError):
+    """The entry was purged by a person; the journal still holds its history."""
+
+    def __init__(self, entry_id: str, purge: Mapping[str, JSONValue], records: int) -> None:
+        super().__init__(entry_id)
+        message = (
+            f"{entry_id} was purged from the store on {purge.get('at')} (reason: "
+            f"{purge.get('reason')}); the journal keeps its {records} record(s): a person can "
+            f"read them with `ctxkeeper history {entry_id}`"
+        )
+        self.args = (message,)
 
 
 class Store:
@@ -106,53 +137,74 @@ class Store:
     # -- reading ------------------------------------------------------------------------
 
     def load(self) -> State:
-        """The current state; replays journal records a crash left unapplied (under the lock).
+        """The current state, for reading: never locks and never writes the store.
 
-        The parsed state is reused while ``entries.json`` is the same file (inode, size,
-        mtime): a long-running server answers reads without re-parsing 10 MB per call. The
-        returned state is shared, so callers must not mutate it (writes go through
-        :meth:`transaction`, which always reads afresh).
+        Journal records a crash (or a writer still at work) left unapplied are folded in
+        memory; only writers apply them to disk. The state is reused while ``entries.json``
+        and the journal are unchanged, so a long-running server answers reads without
+        re-parsing 10 MB per call. It is shared: callers must not mutate it (writes go
+        through :meth:`transaction`, which always reads afresh). Malformed entries are left
+        out (listed in ``skipped``) so one bad hand edit cannot break every read.
         """
-        state = self._read_entries_cached()
-        size = self._journal_size()
-        if size == state.journal_bytes:
-            return state
-        with fsutil.exclusive_lock(self.path(LOCK_FILE)):
-            # Re-read under the lock: another process may have recovered in the meantime.
-            return self._recovered(self._read_entries())
+        key, state = self._read_entries_cached()
+        view = self.journal_view()
+        served = _SERVED.get(self.dir)
+        if served is not None and served[0] == (key, view):
+            return served[1]
+        readable = _readable(self._caught_up(state, view))
+        if readable.skipped and (key, view) not in _WARNED:
+            _WARNED.add((key, view))
+            _notice(
+                f"warning: {len(readable.skipped)} malformed entr"
+                f"{'y' if len(readable.skipped) == 1 else 'ies'} in {self.path(ENTRIES_FILE)} "
+                f"left out of reads ({', '.join(sorted(readable.skipped))}); "
+                "run `ctxkeeper doctor`"
+            )
+        _SERVED[self.dir] = ((key, view), readable)
+        return readable
 
     def get(self, entry_id: str) -> JSONObject:
         entry = self.load().entries.get(entry_id)
         if entry is None:
+            history = self.history(entry_id)
+            if history and history[-1].get("op") == "purge":
+                raise PurgedError(entry_id, history[-1], len(history))
             raise NotFoundError(entry_id)
         return entry
 
+    def history(self, entry_id: str) -> list[JSONObject]:
+        """Every journal record of ``entry_id``, oldest first (a purged id keeps its records)."""
+        return [record for record in self.read_journal() if record.get("id") == entry_id]
+
     def read_journal(self) -> list[JSONObject]:
-        """Every complete journal record (raises :class:`CorruptFileError` on a bad line)."""
-        data = fsutil.read_bytes(self.path(JOURNAL_FILE)) or b""
+        """Every record of the journal's whole transactions, after checking the chain.
+
+        :raise StoreError: a line does not parse, or the chain is broken (naming the line).
+        """
+        view = self.journal_view()
+        if not view.size:
+            return []
+        data = journalfile.read_from(self.path(JOURNAL_FILE), 0, view.size)
         return journal.parse_lines(data, self.path(JOURNAL_FILE))[0]
 
-    def _journal_size(self) -> int:
-        fsutil.check_not_link(self.path(JOURNAL_FILE))
-        try:
-            return os.stat(self.path(JOURNAL_FILE)).st_size
-        except FileNotFoundError:
-            return 0
+    def journal_view(self) -> journalfile.View:
+        """Where the verified journal ends (cheap while it is unchanged; see journalfile)."""
+        return journalfile.verified_view(self.path(JOURNAL_FILE), self.path(CACHE_DIR))
 
-    def _read_entries_cached(self) -> State:
+    def _read_entries_cached(self) -> tuple[tuple[str, int, int, int] | None, State]:
         path = self.path(ENTRIES_FILE)
         fsutil.check_not_link(path)
         try:
             info = os.stat(path)
         except FileNotFoundError:
-            return State()
+            return None, State()
         key = (path, info.st_ino, info.st_size, info.st_mtime_ns)
         cached = _PARSED.get(path)
         if cached is not None and cached[0] == key:
-            return cached[1]
+            return key, cached[1]
         state = self._read_entries()
         _PARSED[path] = (key, state)
-        return state
+        return key, state
 
     def _read_entries(self) -> State:
         path = self.path(ENTRIES_FILE)
@@ -161,80 +213,202 @@ class Store:
             return State()
         return parse_entries_document(data, path)
 
-    def _recovered(self, state: State) -> State:
-        """Bring ``state`` (read under the lock) up to the journal's last whole transaction.
-
-        The journal is written first (write-ahead), so records past ``journal_bytes`` are
-        mutations whose entry write never happened: apply them. A torn final transaction
-        never reached the entries either: cut it off, so neither is lost nor invented.
-        """
-        if self._journal_size() == state.journal_bytes:
-            return state
+    def _caught_up(self, state: State, view: journalfile.View) -> State:
+        """``state`` with the verified journal records past it folded in (a new object when
+        there are any); raises when ``entries.json`` and the journal do not belong together."""
         jpath = self.path(JOURNAL_FILE)
-        data = fsutil.read_bytes(jpath) or b""
-        if len(data) < state.journal_bytes:
+        if state.journal_bytes > view.size:
             raise StoreError(
-                f"{jpath} is shorter than {ENTRIES_FILE} expects ({len(data)} < "
-                f"{state.journal_bytes} bytes): the journal was cut or replaced. "
-                "Run `ctxkeeper doctor` to see what is missing."
+                f"{self.path(ENTRIES_FILE)} was written after journal record {state.seq} "
+                f"(byte {state.journal_bytes}), but {jpath} has only {view.size} verified "
+                f"bytes (record {view.seq}): the journal was cut, replaced or removed. The "
+                f"entries are intact; `ctxkeeper doctor --repair` journals them again from "
+                f"{ENTRIES_FILE} without losing any."
             )
-        tail, ends = journal.parse_lines(data[state.journal_bytes :], jpath)
-        whole = journal.complete_transactions(tail)
-        problems = journal.verify_chain(whole, seq=state.seq, head=state.head)
-        if problems:
-            raise StoreError(f"{jpath}: {problems[0]}; run `ctxkeeper doctor`")
-        kept = state.journal_bytes + (ends[len(whole) - 1] if whole else 0)
-        if kept < len(data):
-            fsutil.truncate(jpath, kept)
-        if whole:
-            journal.fold(whole, state.entries)
-            state.seq = int(str(whole[-1]["seq"]))
-            state.head = str(whole[-1]["hash"])
-        state.journal_bytes = kept
-        self._write_entries(state)
-        return state
+        if state.journal_bytes == view.size:
+            if (state.seq, state.head) != (view.seq, view.head):
+                raise StoreError(
+                    f"{self.path(ENTRIES_FILE)} expects journal record {state.seq} at byte "
+                    f"{state.journal_bytes}, but {jpath} holds record {view.seq} there: one of "
+                    "them was replaced. Run `ctxkeeper doctor` to compare them."
+                )
+            return state
+        tail = journalfile.read_from(jpath, state.journal_bytes, view.size)
+        try:
+            records, _ = journal.parse_lines(tail, jpath)
+        except CorruptFileError:
+            records = []
+        problems = journal.check_chain(
+            records, seq=state.seq, head=state.head, first_line=state.seq + 1
+        )
+        if not records or problems:
+            raise StoreError(
+                f"{self.path(ENTRIES_FILE)} expects journal record {state.seq} to end at byte "
+                f"{state.journal_bytes}, but {jpath} does not continue from there: one of them "
+                "was replaced or edited. Run `ctxkeeper doctor` to compare them."
+            )
+        caught = replace(state, entries=dict(state.entries), skipped={})
+        journal.fold(records, caught.entries)
+        caught.seq = int(str(records[-1]["seq"]))
+        caught.head = str(records[-1]["hash"])
+        caught.journal_bytes = view.size
+        return caught
 
     # -- writing ------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[Transaction]:
+    def transaction(self, *, audit_actor: JSONObject | None = None) -> Iterator[Transaction]:
         """Lock the store, yield a transaction, and commit its events if the block succeeds.
 
         Nothing is written when the block raises: validation happens inside the block,
         before the journal append, so a refused operation leaves every file untouched.
+        A hand edit of ``entries.json`` (its digest no longer matches) is journaled as
+        ``manual_edit`` by ``user`` ahead of the block's own events, so no write absorbs it.
+
+        :param audit_actor: compare the entries with the journal's fold even when the
+            digest matches, and journal any difference as this actor (doctor).
         """
         self.require()
         # A write under a config that does not parse would apply unknown floors and policy.
         config = self.config()
         with fsutil.exclusive_lock(self.path(LOCK_FILE)):
-            state = self._recovered(self._read_entries())
-            txn = Transaction(state, config)
+            state, behind = self._recovered()
+            manual: list[JSONObject] = []
+            if state.hand_edited or audit_actor is not None:
+                manual = self._hand_edit_events(state, audit_actor)
+            txn = Transaction(state, config, manual)
             yield txn
-            if txn.events:
-                self._commit(state, txn.events)
+            if txn.events or manual or behind:
+                self._commit(state, [*manual], txn.events)
 
-    def _commit(self, state: State, events: list[JSONObject]) -> None:
-        records = journal.chain(events, seq=state.seq, head=state.head, tx=journal.new_tx_id())
-        data = journal.encode(records)
-        start = fsutil.append_durably(self.path(JOURNAL_FILE), data)
-        journal.fold(records, state.entries)
-        state.seq = int(str(records[-1]["seq"]))
-        state.head = str(records[-1]["hash"])
-        state.journal_bytes = start + len(data)
-        self._write_entries(state)
+    def _recovered(self) -> tuple[State, bool]:
+        """The state under the lock, caught up with the journal; True when the entry file is
+        behind it. A torn final transaction never reached the entries: it is cut off, so
+        neither is lost nor invented (dec-003-6c23)."""
+        state = self._read_entries()
+        if state.duplicates:
+            raise StoreError(
+                f"{self.path(ENTRIES_FILE)}: id {state.duplicates[0]} appears more than once; a "
+                "write would keep only one copy. Delete the copy you do not want by hand "
+                "(`ctxkeeper doctor` lists them), then retry."
+            )
+        jpath = self.path(JOURNAL_FILE)
+        view = self.journal_view()
+        if view.file_size > view.size:
+            fsutil.truncate(jpath, view.size)
+            journalfile.remember_file(jpath, self.path(CACHE_DIR), view)
+        caught = self._caught_up(state, view)
+        return caught, caught is not state
+
+    def _hand_edit_events(self, state: State, actor: JSONObject | None) -> list[JSONObject]:
+        """One ``manual_edit`` per entry that differs from the journal's fold."""
+        folded: dict[str, JSONObject] = {}
+        journal.fold(self.read_journal(), folded)
+        changed = sorted(
+            entry_id
+            for entry_id in set(state.entries) | set(folded)
+            if state.entries.get(entry_id) != folded.get(entry_id)
+        )
+        at = times.now_iso()
+        reason = (
+            "hand edit of entries.json found by doctor"
+            if actor is not None
+            else "hand edit of entries.json found before a write"
+        )
+        return [
+            journal.make_event(
+                op="manual_edit",
+                entry_id=entry_id,
+                before=folded.get(entry_id),
+                after=state.entries.get(entry_id),
+                actor=dict(actor if actor is not None else HAND_EDIT_ACTOR),
+                reason=reason,
+                at=at,
+            )
+            for entry_id in changed
+        ]
+
+    def _commit(self, state: State, manual: list[JSONObject], events: list[JSONObject]) -> None:
+        jpath = self.path(JOURNAL_FILE)
+        records: list[JSONObject] = []
+        seq, head = state.seq, state.head
+        for group in (manual, events):
+            if group:
+                chained = journal.chain(group, seq=seq, head=head, tx=journal.new_tx_id())
+                seq, head = int(str(chained[-1]["seq"])), str(chained[-1]["hash"])
+                records.extend(chained)
+        if records:
+            data = journal.encode(records)
+            size = journalfile.identity(jpath)
+            if (size["size"] if size else 0) != state.journal_bytes:
+                raise StoreError(f"{jpath} changed while the store was locked; retry")
+            start = fsutil.append_durably(jpath, data)
+            journal.fold(records, state.entries)
+            state.seq, state.head = seq, head
+            state.journal_bytes = start + len(data)
+            journalfile.remember_file(
+                jpath,
+                self.path(CACHE_DIR),
+                journalfile.View(state.journal_bytes, seq, head, state.journal_bytes),
+            )
+        try:
+            self._write_entries(state)
+        except (OSError, StoreError) as exc:
+            if not records:
+                raise
+            # The journal is the record (write-ahead): the change happened, and the next
+            # read folds it in memory and the next write rewrites the entry file.
+            _notice(
+                f"recorded; the entry file will be rebuilt from the journal "
+                f"({ENTRIES_FILE} could not be written: {getattr(exc, 'strerror', None) or exc})"
+            )
 
     def _write_entries(self, state: State) -> None:
         fsutil.write_atomic(self.path(ENTRIES_FILE), render_entries_document(state))
 
 
+def _notice(message: str) -> None:
+    """One line on stderr: the CLI's person sees it, the MCP server logs it."""
+    print(f"ctxkeeper: {message}", file=sys.stderr)
+
+
+def entry_shape_problem(entry: Mapping[str, JSONValue]) -> str | None:
+    """Why a stored entry cannot be served to readers at all (None: it can)."""
+    kind = entry.get("kind")
+    if kind not in KINDS:
+        return f"kind {kind!r} is not one of {', '.join(KINDS)}"
+    if entry.get("status") not in STATUSES:
+        return f"status {entry.get('status')!r} is not one of {', '.join(STATUSES)}"
+    needed = (*TEXT_FIELDS[str(kind)], *(("hardness",) if kind == "constraint" else ()))
+    missing = [name for name in needed if not isinstance(entry.get(name), str)]
+    return f"missing {', '.join(missing)}" if missing else None
+
+
+def _readable(state: State) -> State:
+    skipped = {
+        entry_id: problem
+        for entry_id, entry in state.entries.items()
+        if (problem := entry_shape_problem(entry)) is not None
+    }
+    if not skipped:
+        return state
+    kept = {k: v for k, v in state.entries.items() if k not in skipped}
+    return replace(state, entries=kept, skipped=skipped)
+
+
 class Transaction:
     """Mutations staged against a locked :class:`State`; the store journals them on exit."""
 
-    def __init__(self, state: State, config: Config) -> None:
+    def __init__(
+        self, state: State, config: Config, manual_edits: list[JSONObject] | None = None
+    ) -> None:
         self.state = state
         self.config = config
-        self.entries = dict(state.entries)
+        # Malformed entries stay in the file untouched but out of the write's view.
+        self.entries = _readable(state).entries.copy()
         self.events: list[JSONObject] = []
+        self.manual_edits = list(manual_edits or [])
+        """Hand edits this transaction journals ahead of its own events."""
 
     def get(self, entry_id: str) -> JSONObject:
         entry = self.entries.get(entry_id)
@@ -282,13 +456,13 @@ class Transaction:
         """
         prefix = KIND_PREFIX[kind]
         highest = 0
-        for entry_id in self.entries:
+        for entry_id in {*self.entries, *self.state.entries}:
             match = ID_PATTERN.match(entry_id)
             if match and match.group(1) == prefix:
                 highest = max(highest, int(match.group(2)))
         while True:
             candidate = f"{prefix}-{highest + 1:03d}-{secrets.token_hex(2)}"
-            if candidate not in self.entries:
+            if candidate not in self.entries and candidate not in self.state.entries:
                 return candidate
 
 
@@ -303,13 +477,28 @@ def parse_entries_document(data: bytes, path: str) -> State:
         seq=_int(meta.get("seq"), path),
         head=str(meta.get("head", journal.GENESIS)),
         journal_bytes=_int(meta.get("bytes"), path),
+        hand_edited=meta.get("entries_sha256") != _entries_digest(data),
     )
     for position, entry in enumerate(entries):
         entry_id = entry.get("id") if isinstance(entry, dict) else None
         if not isinstance(entry, dict) or not isinstance(entry_id, str):
             raise StoreError(f"{path}: entries[{position}] is not an entry with an 'id'")
+        if entry_id in state.entries:
+            state.duplicates.append(entry_id)
         state.entries[entry_id] = entry
     return state
+
+
+def _entries_digest(data: bytes) -> str | None:
+    """SHA-256 of the bytes after the top-level ``"entries":`` key, as the writer laid them out.
+
+    Hashing the raw bytes costs milliseconds for 10 MB, where re-serialising would cost a full
+    JSON dump; any change (even reformatting) just sends the next write to the exact comparison.
+    """
+    at = data.find(_ENTRIES_MARKER)
+    if at < 0:
+        return None
+    return hashlib.sha256(data[at + len(_ENTRIES_MARKER) :]).hexdigest()
 
 
 def _int(value: JSONValue, path: str) -> int:
@@ -319,10 +508,19 @@ def _int(value: JSONValue, path: str) -> int:
 
 
 def render_entries_document(state: State) -> bytes:
-    """Pretty, stable JSON: entries sorted by id with fields in model order, for hand edits."""
+    """Pretty, stable JSON: entries sorted by id with fields in model order, for hand edits,
+    carrying the digest that lets the next write notice a hand edit."""
     document = {
         "version": STORE_VERSION,
-        "journal": {"seq": state.seq, "head": state.head, "bytes": state.journal_bytes},
+        "journal": {
+            "seq": state.seq,
+            "head": state.head,
+            "bytes": state.journal_bytes,
+            "entries_sha256": _DIGEST_PLACEHOLDER,
+        },
         "entries": [ordered(state.entries[key]) for key in sorted(state.entries)],
     }
-    return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
+    data = (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
+    digest = _entries_digest(data)
+    assert digest is not None
+    return data.replace(_DIGEST_PLACEHOLDER.encode(), digest.encode(), 1)

@@ -504,8 +504,9 @@ class TestOneLineErrors:
         os.mkdir(entries)
         done = _cli("list", "--project-dir", cli_project)
         assert done.returncode == 1
-        # The store may name the file itself; the CLI's part is one line, exit 1.
-        assert "Is a directory" in _one_line(done.stderr)
+        # One line, exit 1, naming the file so a person knows what to move.
+        line = _one_line(done.stderr)
+        assert "entries.json is a directory" in line
         os.rmdir(entries)
         assert _cli("list", "--project-dir", cli_project).returncode == 0
 
@@ -558,3 +559,74 @@ class TestEndOfInput:
         assert "nothing was written" in out
         assert "Traceback" not in out
         assert store.get(proposed)["status"] == "proposed"
+
+
+def _lossy_store(store: Store) -> tuple[str, str]:
+    """A store whose repair would drop an entry: entries.json unreadable, journal cut."""
+    from pathlib import Path
+
+    from ctxkeeper.verbs import record_entry, user_actor
+    from tests.conftest import constraint_fields, decision_fields
+
+    kept = str(record_entry(store, "constraint", constraint_fields(), actor=user_actor())["id"])
+    lost = str(record_entry(store, "decision", decision_fields(), actor=user_actor())["id"])
+    journal_path = Path(store.path("journal.jsonl"))
+    journal_path.write_bytes(journal_path.read_bytes().splitlines(keepends=True)[0])
+    entries = Path(store.path("entries.json"))
+    entries.write_text(entries.read_text()[:-3])
+    return kept, lost
+
+
+class TestDoctorAndHistory:
+    def test_lossy_repair_refused_without_a_terminal(
+        self, store: Store, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr("sys.stdin.isatty", lambda: False)
+        _, lost = _lossy_store(store)
+        code, data, _ = run(capsys, "doctor", "--repair", "--project-dir", store.root, "--json")
+        assert code == 1
+        assert data["needs_confirmation"] is True
+        assert any(lost in item for item in data["would_lose"])
+        code, text, err = run(capsys, "doctor", "--repair", "--project-dir", store.root)
+        assert code == 1
+        assert f"would lose: {lost}" in text
+        assert "at a terminal to confirm" in err
+        code, _, _ = run(capsys, "doctor", "--project-dir", store.root)
+        assert code == 1  # still broken: nothing was changed
+
+    @pytest.mark.slow
+    def test_lossy_repair_confirmed_on_a_terminal(self, store: Store) -> None:
+        kept, lost = _lossy_store(store)
+        code, out = _on_terminal(store.root, ["doctor", "--repair"], b"n\n")
+        assert f"would lose: {lost}" in out
+        assert code == 1
+        assert "cancelled" in out
+        code, out = _on_terminal(store.root, ["doctor", "--repair"], b"y\n")
+        assert code == 0, out
+        assert "backup: " in out
+        assert list(store.load().entries) == [kept]
+
+    def test_history_of_a_purged_id(
+        self, cli_project: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        from ctxkeeper.review import purge
+        from ctxkeeper.verbs import user_actor
+
+        capsys.readouterr()
+        _, added, _ = run(
+            capsys, "add", "constraint", *RULE, "--project-dir", cli_project, "--json"
+        )
+        store = Store.open(cli_project)
+        purge(store, added["id"], "recorded by mistake today", actor=user_actor())
+        code, data, _ = run(capsys, "history", added["id"], "--project-dir", cli_project, "--json")
+        assert code == 0
+        assert data["entry"] is None
+        assert [h["op"] for h in data["history"]] == ["record", "purge"]
+        code, text, _ = run(capsys, "history", added["id"], "--project-dir", cli_project)
+        assert "purged" in text
+        code, _, err = run(capsys, "history", "con-099-abcd", "--project-dir", cli_project)
+        assert code == 1  # an id the journal never saw is still unknown
+        assert "no entry" in err
+        code, _, err = run(capsys, "show", added["id"], "--project-dir", cli_project)
+        assert code == 1
+        assert f"ctxkeeper history {added['id']}" in err

@@ -1,14 +1,20 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ctxkeeper import journal
 from ctxkeeper.doctor import run_doctor
+from ctxkeeper.errors import StoreError
+from ctxkeeper.rank import get_context
 from ctxkeeper.store import ENTRIES_FILE, JOURNAL_FILE, Store
 from ctxkeeper.verbs import record_entry, user_actor
-from tests.conftest import constraint_fields, decision_fields
+from tests.conftest import constraint_fields, decision_fields, pipeline_fields
 
 USER = user_actor()
 
@@ -71,7 +77,9 @@ class TestDoctor:
         assert path.read_text() == '{"version": 1, "entries": ['
         repaired = run_doctor(store, actor=USER, repair=True)
         assert repaired.repaired
-        assert Path(str(path) + ".corrupt").read_text() == '{"version": 1, "entries": ['
+        [backup] = repaired.backups
+        assert backup.startswith(str(path) + ".corrupt-")
+        assert Path(backup).read_text() == '{"version": 1, "entries": ['
         assert store.get(rule_id)["rule"] == constraint_fields()["rule"]
         assert run_doctor(store, actor=USER).ok
 
@@ -85,3 +93,230 @@ class TestDoctor:
         assert any("valid_until 'someday' does not parse" in n for n in report.notes)
         assert report.ok
         assert rule_id in report.manual_edits
+
+
+def _journal_lines(store: Store) -> list[bytes]:
+    return Path(store.path(JOURNAL_FILE)).read_bytes().splitlines(keepends=True)
+
+
+def _write_journal(store: Store, lines: list[bytes]) -> None:
+    Path(store.path(JOURNAL_FILE)).write_bytes(b"".join(lines))
+
+
+def _edit_entries(store: Store, entry_id: str, **changes: object) -> None:
+    path = Path(store.path(ENTRIES_FILE))
+    doc: Any = json.loads(path.read_text())
+    for entry in doc["entries"]:
+        if entry["id"] == entry_id:
+            entry.update(changes)
+    path.write_text(json.dumps(doc, indent=2))
+
+
+class TestRepairLosesNothing:
+    @pytest.mark.parametrize(
+        "keep",
+        [pytest.param(0, id="journal-removed"), pytest.param(1, id="journal-shortened")],
+    )
+    def test_cut_journal_keeps_every_entry(self, store: Store, keep: int) -> None:
+        rule_id, decision_id = _two_entries(store)
+        _write_journal(store, _journal_lines(store)[:keep])
+        with pytest.raises(StoreError, match="journal was cut"):
+            store.load()
+        report = run_doctor(store, actor=USER)
+        assert any("shorter than entries.json expects" in p for p in report.problems)
+        repaired = run_doctor(store, actor=USER, repair=True)
+        assert repaired.ok, repaired.problems
+        assert sorted(store.load().entries) == sorted([rule_id, decision_id])
+        assert any("was missing" in n for n in repaired.notes)
+        assert sorted(repaired.manual_edits) == sorted([rule_id, decision_id][keep:])
+        assert journal.verify_chain(store.read_journal()) == []
+        assert run_doctor(store, actor=USER).ok
+
+    def test_backups_are_never_overwritten(self, store: Store) -> None:
+        _two_entries(store)
+        path = Path(store.path(ENTRIES_FILE))
+        path.write_text("{ first corruption")
+        first = run_doctor(store, actor=USER, repair=True).backups
+        path.write_text("{ second corruption")
+        second = run_doctor(store, actor=USER, repair=True).backups
+        assert len(first) == len(second) == 1
+        assert first != second
+        assert Path(first[0]).read_text() == "{ first corruption"
+        assert Path(second[0]).read_text() == "{ second corruption"
+
+    def test_rebuild_that_would_lose_entries_asks_first(self, store: Store) -> None:
+        rule_id, decision_id = _two_entries(store)
+        _write_journal(store, _journal_lines(store)[:1])  # the decision's record is gone
+        path = Path(store.path(ENTRIES_FILE))
+        text = path.read_text()
+        path.write_text(text[: len(text) - 3])  # and entries.json no longer parses
+        report = run_doctor(store, actor=USER, repair=True)
+        assert report.needs_confirmation
+        assert not report.repaired
+        assert any(decision_id in item for item in report.would_lose)
+        assert rule_id not in " ".join(report.would_lose)  # the journal still has it
+        assert path.read_text() == text[: len(text) - 3]  # nothing changed
+        accepted = run_doctor(store, actor=USER, repair=True, accept_loss=True)
+        assert accepted.repaired
+        assert list(store.load().entries) == [rule_id]
+        assert Path(accepted.backups[0]).read_text() == text[: len(text) - 3]
+
+
+class TestJournalHandEdits:
+    @pytest.mark.parametrize(
+        ("old", "new"),
+        [
+            pytest.param(b"forty", b"FORTY", id="same-length"),
+            pytest.param(b"forty", b"forty-one", id="longer"),
+            pytest.param(b"forty ", b"", id="shorter"),
+        ],
+    )
+    def test_detected_by_reads_and_writes_then_resealed(
+        self, store: Store, old: bytes, new: bytes
+    ) -> None:
+        rule_id, decision_id = _two_entries(store)
+        store.load()  # the verified prefix is remembered
+        lines = _journal_lines(store)
+        lines[0] = lines[0].replace(old, new)
+        _write_journal(store, lines)
+        with pytest.raises(StoreError, match=r"journal.jsonl:1: journal seq 1: hash does not"):
+            store.load()
+        with pytest.raises(StoreError, match=r"journal.jsonl:1: "):
+            record_entry(store, "pipeline", pipeline_fields(), actor=USER)
+        report = run_doctor(store, actor=USER)
+        assert any("journal.jsonl:1:" in p for p in report.problems)
+        repaired = run_doctor(store, actor=USER, repair=True)
+        assert repaired.ok, repaired.problems
+        assert Path(repaired.backups[0]).read_bytes() == b"".join(lines)
+        assert store.get(rule_id)["reason"] == constraint_fields()["reason"]  # entries win
+        assert repaired.manual_edits == [rule_id]
+        assert store.get(decision_id)["revision"] == 1
+        record_entry(store, "pipeline", pipeline_fields(), actor=USER)  # writes work again
+        assert journal.verify_chain(store.read_journal()) == []
+
+    def test_future_version_record_is_refused_and_never_repaired(self, store: Store) -> None:
+        _two_entries(store)
+        lines = _journal_lines(store)
+        record = json.loads(lines[1])
+        record["version"] = 99
+        record["hash"] = journal.record_hash(record)
+        lines[1] = journal.canonical(record) + b"\n"
+        _write_journal(store, lines)
+        with pytest.raises(StoreError, match=r"journal.jsonl:2: .*newer ctxkeeper"):
+            store.load()
+        report = run_doctor(store, actor=USER, repair=True)
+        assert not report.repaired
+        assert _journal_lines(store) == lines
+
+    def test_unknown_op_is_not_replayed_and_repair_asks_before_dropping(self, store: Store) -> None:
+        rule_id, _ = _two_entries(store)
+        state = store.load()
+        forged = journal.make_event(
+            op="record",
+            entry_id="con-009-abcd",
+            before=None,
+            after={"id": "con-009-abcd", "kind": "constraint", "rule": "thin"},
+            actor=USER,
+            reason=None,
+            at="2026-11-30T09:15:00Z",
+        )
+        forged["op"] = "promote"
+        [record] = journal.chain([forged], seq=state.seq, head=state.head, tx="t")
+        with open(store.path(JOURNAL_FILE), "ab") as handle:
+            handle.write(journal.encode([record]))
+        with pytest.raises(StoreError, match=r"journal.jsonl:3: .*unknown op 'promote'"):
+            store.load()
+        report = run_doctor(store, actor=USER, repair=True)
+        assert report.needs_confirmation
+        assert any("journal line 3" in item for item in report.would_lose)
+        accepted = run_doctor(store, actor=USER, repair=True, accept_loss=True)
+        assert accepted.ok, accepted.problems
+        assert "con-009-abcd" not in store.load().entries
+        assert rule_id in store.load().entries
+
+
+class TestEntriesHandEdits:
+    def test_next_write_journals_the_hand_edit_first(self, store: Store) -> None:
+        rule_id, decision_id = _two_entries(store)
+        _edit_entries(store, rule_id, reason="Hand-corrected: the storm hit on 2025-02-12 instead.")
+        record_entry(store, "pipeline", pipeline_fields(), actor=USER)
+        records = store.read_journal()
+        assert [r["op"] for r in records[-2:]] == ["manual_edit", "record"]
+        manual = records[-2]
+        assert manual["id"] == rule_id
+        assert manual["actor"] == {"origin": "user", "user": None}
+        assert "2025-02-11" in str(manual["before"]["reason"])  # type: ignore[index,call-overload]
+        assert "Hand-corrected" in str(manual["after"]["reason"])  # type: ignore[index,call-overload]
+        assert decision_id not in {r["id"] for r in records[-2:]}
+        assert run_doctor(store, actor=USER).manual_edits == []
+
+    def test_write_without_a_hand_edit_journals_no_manual_edit(self, store: Store) -> None:
+        _two_entries(store)
+        record_entry(store, "pipeline", pipeline_fields(), actor=USER)
+        assert [r["op"] for r in store.read_journal()] == ["record", "record", "record"]
+
+
+class TestCollectsEverything:
+    def test_bad_config_does_not_hide_a_hand_edit(self, store: Store) -> None:
+        rule_id, _ = _two_entries(store)
+        Path(store.path("config.json")).write_text("{ not json")
+        _edit_entries(store, rule_id, reason="Hand-corrected: the storm hit on 2025-02-12 instead.")
+        report = run_doctor(store, actor=USER)
+        assert any("config.json:1:" in p for p in report.problems)
+        assert any(f"not yet journaled: {rule_id}" in p for p in report.problems)
+        assert report.manual_edits == []
+
+    def test_duplicate_ids_and_orphans_are_reported(self, store: Store) -> None:
+        rule_id, _ = _two_entries(store)
+        path = Path(store.path(ENTRIES_FILE))
+        doc: Any = json.loads(path.read_text())
+        doc["entries"].append(dict(doc["entries"][0]))
+        path.write_text(json.dumps(doc, indent=2))
+        orphan = Path(store.dir) / ".tmp-abc123.part"
+        orphan.write_text("half a file")
+        fresh = Path(store.dir) / ".tmp-def456.part"
+        fresh.write_text("a write in progress")
+        old = time.time() - 3600
+        os.utime(orphan, (old, old))
+        report = run_doctor(store, actor=USER)
+        assert any(
+            f"id {doc['entries'][0]['id']} appears more than once" in p for p in report.problems
+        )
+        assert any(".tmp-abc123.part" in p for p in report.problems)
+        with pytest.raises(StoreError, match="appears more than once"):
+            record_entry(store, "pipeline", pipeline_fields(), actor=USER)
+        doc["entries"].pop()
+        path.write_text(json.dumps(doc, indent=2))
+        repaired = run_doctor(store, actor=USER, repair=True)
+        assert not orphan.exists()
+        assert fresh.exists()  # too young to be an orphan
+        assert any("removed the orphaned" in n for n in repaired.notes)
+        assert rule_id in store.load().entries
+
+    def test_newer_entries_file_is_never_touched(self, store: Store) -> None:
+        _two_entries(store)
+        path = Path(store.path(ENTRIES_FILE))
+        doc: Any = json.loads(path.read_text())
+        doc["version"] = 99
+        path.write_text(json.dumps(doc))
+        before = path.read_bytes()
+        report = run_doctor(store, actor=USER, repair=True)
+        assert any("newer ctxkeeper" in p for p in report.problems)
+        assert not report.repaired
+        assert path.read_bytes() == before
+
+    def test_malformed_entry_is_reported_and_skipped_by_reads(self, store: Store) -> None:
+        rule_id, decision_id = _two_entries(store)
+        path = Path(store.path(ENTRIES_FILE))
+        doc: Any = json.loads(path.read_text())
+        for entry in doc["entries"]:
+            if entry["id"] == rule_id:
+                del entry["kind"]
+        path.write_text(json.dumps(doc, indent=2))
+        state = store.load()
+        assert list(state.entries) == [decision_id]
+        assert rule_id in state.skipped
+        found = get_context(store, {"query": "advisory locks idempotency"})
+        assert [r["id"] for r in found["results"]] == [decision_id]  # type: ignore[index,union-attr,call-overload]
+        report = run_doctor(store, actor=USER)
+        assert any(rule_id in p and "kind" in p for p in report.problems)

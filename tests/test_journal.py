@@ -88,3 +88,36 @@ class TestTransactions:
         state: dict[str, JSONObject] = {}
         journal.fold([*records, purge], state)
         assert list(state) == ["con-002-abcd"]
+
+
+class TestRecordChecks:
+    @pytest.mark.parametrize(
+        ("change", "message", "future"),
+        [
+            pytest.param({"version": 2}, "written by a newer ctxkeeper", True, id="future-version"),
+            pytest.param({"op": "promote"}, "unknown op 'promote'", False, id="unknown-op"),
+            pytest.param({"id": None}, "no entry id", False, id="no-id"),
+            pytest.param({"after": "text"}, "neither an entry nor null", False, id="bad-after"),
+        ],
+    )
+    def test_unreplayable_record_is_located(
+        self, change: JSONObject, message: str, future: bool
+    ) -> None:
+        records = _records(3)
+        records[1].update(change)
+        records[1]["hash"] = journal.record_hash(records[1])
+        records[2]["prev"] = records[1]["hash"]
+        records[2]["hash"] = journal.record_hash(records[2])
+        problems = journal.check_chain(records, first_line=1)
+        assert [(p.line, p.future) for p in problems] == [(2, future)]
+        assert message in problems[0].message
+        assert journal.check_chain(_records(3)) == []  # control
+
+    def test_reseal_makes_an_edited_chain_verify(self) -> None:
+        records = _records(3)
+        records[1]["reason"] = "edited by hand"
+        assert journal.verify_chain(records) != []
+        resealed = journal.reseal(records, start=1)
+        assert journal.verify_chain(resealed) == []
+        assert resealed[0] == records[0]
+        assert resealed[1]["reason"] == "edited by hand"

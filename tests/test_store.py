@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -151,7 +152,7 @@ class TestCorruptStore:
         with open(store.path(JOURNAL_FILE), "ab") as handle:
             handle.write(b'{"seq": 2, oops}\n')
         before = snapshot_dir(store.dir)
-        with pytest.raises(CorruptFileError, match=r"journal.jsonl:1:\d+"):
+        with pytest.raises(CorruptFileError, match=r"journal.jsonl:2:12: "):
             put_constraint(store, "Refunds go through the ledger service only")
         assert snapshot_dir(store.dir) == before
 
@@ -170,7 +171,7 @@ class TestCorruptStore:
         path = store.path(JOURNAL_FILE)
         first_line = Path(path).read_bytes().splitlines(keepends=True)[0]
         Path(path).write_bytes(first_line)
-        with pytest.raises(StoreError, match="shorter than"):
+        with pytest.raises(StoreError, match="the journal was cut, replaced or removed"):
             store.load()
 
 
@@ -255,6 +256,9 @@ class TestCrashRecovery:
             handle.write(b'{"seq": 2, "op": "record", "id": "con-0')  # crash mid-append
         state = store.load()
         assert len(state.entries) == 1
+        assert os.path.getsize(store.path(JOURNAL_FILE)) > size  # a reader never writes
+        with store.transaction():
+            pass  # a writer cuts the torn tail off
         assert os.path.getsize(store.path(JOURNAL_FILE)) == size
         put_constraint(store, "Refunds go through the ledger service only")
         assert journal.verify_chain(store.read_journal()) == []
@@ -319,3 +323,146 @@ class TestConcurrency:
         folded: dict[str, JSONObject] = {}
         journal.fold(records, folded)
         assert folded == state.entries
+
+
+HOLD_LOCK_SCRIPT = textwrap.dedent(
+    """
+    import sys, time
+    sys.path.insert(0, {root!r})
+    from ctxkeeper import fsutil
+    from ctxkeeper.store import Store
+    store = Store.open({project!r})
+    with fsutil.exclusive_lock(store.path(".lock")):
+        print("locked", flush=True)
+        time.sleep(30)
+    """
+)
+
+READ_SCRIPT = textwrap.dedent(
+    """
+    import sys, time
+    sys.path.insert(0, {root!r})
+    from ctxkeeper.store import Store
+    started = time.monotonic()
+    state = Store.open({project!r}).load()
+    print(len(state.entries), round(time.monotonic() - started, 3))
+    """
+)
+
+
+class TestReadersNeverLock:
+    @pytest.mark.slow
+    def test_reader_folds_the_unapplied_tail_while_a_writer_holds_the_lock(
+        self, store: Store
+    ) -> None:
+        put_constraint(store)
+        # A second write whose entry-file write never happened: the journal is ahead.
+        state = store.load()
+        with store.transaction() as tx:
+            tx.put(
+                "record",
+                "con-002-abcd",
+                {**state.entries[next(iter(state.entries))], "id": "con-002-abcd"},
+                actor=ACTOR,
+                reason=None,
+                at=AT,
+            )
+            behind = Path(store.path(ENTRIES_FILE)).read_bytes()
+        Path(store.path(ENTRIES_FILE)).write_bytes(behind)
+        entries_before = Path(store.path(ENTRIES_FILE)).read_bytes()
+        holder = subprocess.Popen(
+            [sys.executable, "-c", HOLD_LOCK_SCRIPT.format(root=REPO_ROOT, project=store.root)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert holder.stdout is not None
+            assert holder.stdout.readline().strip() == "locked"
+            read = subprocess.run(
+                [sys.executable, "-c", READ_SCRIPT.format(root=REPO_ROOT, project=store.root)],
+                capture_output=True,
+                text=True,
+                timeout=20,
+                check=True,
+            )
+        finally:
+            holder.kill()
+            holder.wait()
+            if holder.stdout is not None:
+                holder.stdout.close()
+        count, seconds = read.stdout.split()
+        assert count == "2"  # the unapplied record is seen
+        assert float(seconds) < 2.0  # and the reader did not wait for the lock
+        assert Path(store.path(ENTRIES_FILE)).read_bytes() == entries_before  # nor write
+        with store.transaction():
+            pass  # a writer applies it
+        assert json.loads(Path(store.path(ENTRIES_FILE)).read_text())["journal"]["seq"] == 2
+
+
+class TestEntryWriteFailsAfterAppend:
+    def test_says_recorded_and_the_next_read_has_it(
+        self, store: Store, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        first = put_constraint(store)
+
+        def disk_full(self: Store, state: object) -> None:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        with monkeypatch.context() as patch:
+            patch.setattr(Store, "_write_entries", disk_full)
+            second = put_constraint(store, "Refunds go through the ledger service only")
+        err = capsys.readouterr().err
+        assert "recorded; the entry file will be rebuilt from the journal" in err
+        assert "No space left on device" in err
+        assert sorted(store.load().entries) == sorted([first, second])
+        put_constraint(store, "Payouts are batched once per business day")
+        on_disk = json.loads(Path(store.path(ENTRIES_FILE)).read_text())
+        assert len(on_disk["entries"]) == 3
+
+
+class TestOddFiles:
+    def test_entries_json_is_a_directory(self, store: Store) -> None:
+        os.mkdir(store.path(ENTRIES_FILE))
+        with pytest.raises(StoreError, match="is a directory where ctxkeeper expects a file"):
+            store.load()
+        with pytest.raises(StoreError, match="is a directory"):
+            put_constraint(store)
+
+    def test_purged_id_keeps_its_history(self, store: Store) -> None:
+        from ctxkeeper.review import purge
+        from ctxkeeper.store import PurgedError
+
+        gone = put_constraint(store)
+        kept = put_constraint(store, "Refunds go through the ledger service only")
+        purge(store, gone, "recorded by mistake today", actor=ACTOR)
+        with pytest.raises(PurgedError, match=f"ctxkeeper history {gone}"):
+            store.get(gone)
+        assert [r["op"] for r in store.history(gone)] == ["record", "purge"]
+        assert [r["op"] for r in store.history(kept)] == ["record"]
+        assert store.get(kept)["id"] == kept
+
+
+class TestVerifiedPrefix:
+    def test_unchanged_journal_is_not_reread(
+        self, store: Store, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from ctxkeeper import journalfile
+
+        put_constraint(store)
+        put_constraint(store, "Refunds go through the ledger service only")
+        scans: list[str] = []
+        real_scan = journalfile.scan
+
+        def counted_scan(path: str) -> journalfile.Scan:
+            scans.append(path)
+            return real_scan(path)
+
+        monkeypatch.setattr(journalfile, "scan", counted_scan)
+        store.load()
+        assert scans == []  # the writer remembered what it verified
+        lines = Path(store.path(JOURNAL_FILE)).read_bytes()
+        Path(store.path(JOURNAL_FILE)).write_bytes(lines)  # same bytes, new mtime/ctime
+        store.load()
+        assert len(scans) == 1  # a file touched outside ctxkeeper is checked whole, once
+        store.load()
+        assert len(scans) == 1
