@@ -186,3 +186,16 @@ def pending_changes(entries: Iterable[Mapping[str, JSONValue]]) -> list[JSONObje
             found.append(item)
     found.sort(key=lambda item: (str(item.get("at")), str(item.get("change"))))
     return found
+
+
+def awaiting_decision(entries: Iterable[Mapping[str, JSONValue]]) -> int:
+    """How many things a person must decide: proposed entries and pending changes, where a
+    supersession proposed by a still-proposed successor rides with that successor's review."""
+    pool = list(entries)
+    proposed = {str(e.get("id")) for e in pool if e.get("status") == "proposed"}
+    riding = sum(
+        1
+        for c in pending_changes(pool)
+        if c.get("op") == "supersede" and str(c.get("successor")) in proposed
+    )
+    return len(proposed) + len(pending_changes(pool)) - riding

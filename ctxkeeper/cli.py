@@ -312,7 +312,7 @@ def _search(args: _Args) -> int:
 
 
 def _status(args: _Args) -> int:
-    from ctxkeeper.changes import pending_changes
+    from ctxkeeper.changes import awaiting_decision, pending_changes
 
     store = _store(args)
     entries = list(store.load().entries.values())
@@ -326,10 +326,10 @@ def _status(args: _Args) -> int:
         counts[kind] = by_status
     proposed = sum(1 for e in entries if e.get("status") == "proposed")
     changes = len(pending_changes(entries))
-    pending = proposed + changes
+    pending = awaiting_decision(entries)
     lines = [
         f"{store.dir}: {len(entries)} entries, {pending} awaiting review"
-        + (f" ({proposed} proposed entries, {changes} changes)" if changes else "")
+        + (f" ({proposed} proposed, {changes} changes to entries in force)" if changes else "")
     ]
     lines += [
         f"  {kind}: " + (", ".join(f"{n} {s}" for s, n in c.items()) or "none")

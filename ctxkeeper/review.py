@@ -271,7 +271,7 @@ def _apply_change(
             exclude=[entry_id],
         )
         after = ordered({**base, **clean, "updated_at": at, "revision": _revision(current) + 1})
-        text = "\n".join([text, *render.field_diff(current, after)])
+        text = "\n".join([text, *render.field_diff(base, after)])
     else:
         successor = change.get("superseded_by")
         if isinstance(successor, str):

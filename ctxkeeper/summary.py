@@ -6,7 +6,7 @@ import json
 from typing import Final
 
 from ctxkeeper import times
-from ctxkeeper.changes import pending_changes
+from ctxkeeper.changes import awaiting_decision, pending_changes
 from ctxkeeper.model import KINDS, STATUSES
 from ctxkeeper.render import one_line
 
@@ -58,7 +58,7 @@ def project_summary(store: Store, *, token_budget: int | None = None) -> JSONObj
         "counts": counts,
         "hard_constraints": hard_items,
         "recent_decisions": recent_items,
-        "pending_review": len(pending) + len(changes),
+        "pending_review": awaiting_decision(entries),
         "pending_ids": list(pending[:PENDING_LISTED]),
         "pending_changes": [
             {"change": c["change"], "id": c["id"], "op": c["op"], "stale": c["stale"]}
