@@ -441,6 +441,8 @@ def _search(args: _Args) -> int:
 
 
 def _status(args: _Args) -> int:
+    from ctxkeeper.changes import awaiting_decision, pending_changes
+
     store = _store(args)
     entries = list(store.load().entries.values())
     counts: dict[str, JSONValue] = {}
@@ -451,36 +453,93 @@ def _status(args: _Args) -> int:
             if n:
                 by_status[status] = n
         counts[kind] = by_status
-    pending = sum(1 for e in entries if e.get("status") == "proposed")
-    lines = [f"{store.dir}: {len(entries)} entries, {pending} awaiting review"]
+    proposed = sum(1 for e in entries if e.get("status") == "proposed")
+    changes = len(pending_changes(entries))
+    pending = awaiting_decision(entries)
+    lines = [
+        f"{store.dir}: {len(entries)} entries, {pending} awaiting review"
+        + (f" ({proposed} proposed, {changes} changes to entries in force)" if changes else "")
+    ]
     lines += [
         f"  {kind}: " + (", ".join(f"{n} {s}" for s, n in c.items()) or "none")
         for kind, c in counts.items()
         if isinstance(c, dict)
     ]
-    return _emit(
-        args, {"total": len(entries), "pending_review": pending, "counts": counts}, "\n".join(lines)
-    )
+    data: JSONObject = {
+        "total": len(entries),
+        "pending_review": pending,
+        "pending_changes": changes,
+        "counts": counts,
+    }
+    return _emit(args, data, "\n".join(lines))
 
 
 def _review(args: _Args) -> int:
+    from ctxkeeper.changes import pending_changes
+
+    if not args.json:
+        # The listing a person decides from; `review --json` stays open as a read-only query.
+        _refuse_under_agent("review")
+    entries = _store(args).load().entries
     pending = sorted(
-        (e for e in _store(args).load().entries.values() if e.get("status") == "proposed"),
-        key=lambda e: str(e["id"]),
+        (e for e in entries.values() if e.get("status") == "proposed"), key=lambda e: str(e["id"])
     )
-    if not pending:
-        return _emit(args, {"results": [], "total": 0}, "nothing awaits review")
-    text = "\n\n".join(render.block(e) for e in pending)
-    text += "\n\napprove with `ctxkeeper approve ID...`, refuse with `ctxkeeper reject ID... --reason TEXT`"
-    return _emit(args, {"results": list(pending), "total": len(pending)}, text)
+    changes = pending_changes(entries.values())
+    data: JSONObject = {
+        "results": list(pending),
+        "changes": list(changes),
+        "total": len(pending) + len(changes),
+    }
+    if not pending and not changes:
+        return _emit(args, data, "nothing awaits review")
+    blocks = [render.block(e) for e in pending]
+    blocks.extend(_change_block(change, entries) for change in changes)
+    text = "\n\n".join(blocks)
+    text += (
+        "\n\napprove with `ctxkeeper approve ID...`, refuse with `ctxkeeper reject ID... --reason "
+        "TEXT` (an ID is an entry id, or a chg- id for a change to an entry already in force)"
+    )
+    return _emit(args, data, text)
+
+
+def _change_block(change: JSONObject, entries: dict[str, JSONObject]) -> str:
+    """A pending change as a person reviews it: what it targets, who asks, why, the diff."""
+    entry = entries.get(str(change.get("id"))) or {}
+    actor = change.get("actor")
+    who = actor.get("origin") if isinstance(actor, dict) else "?"
+    stale = " (STALE: the entry changed since; it can only be rejected)" if change["stale"] else ""
+    lines = [
+        f"{change['change']} {change['op']} of {render.one_line(entry)}{stale}",
+        f"  proposed by {who} at {change.get('at')}: {change.get('reason')}",
+    ]
+    fields = change.get("fields")
+    if change["op"] == "update" and isinstance(fields, dict):
+        lines.extend(render.field_diff(entry, {**entry, **fields}))
+    elif change["op"] == "supersede":
+        successor = entries.get(str(change.get("successor")))
+        lines.append(
+            f"  successor: {render.one_line(successor) if successor else change.get('successor')}"
+        )
+        lines.append("  approving the successor supersedes this entry; rejecting keeps it")
+    elif change.get("superseded_by"):
+        lines.append(f"  retired in favour of {change['superseded_by']}")
+    lines.append(f"  {entry.get('id')} stays in force, unchanged, until a person decides")
+    return "\n".join(lines)
+
+
+def _refuse_under_agent(verb: str) -> None:
+    from ctxkeeper.agentenv import agent_signs
+
+    signs = agent_signs()
+    if signs:
+        _fail(
+            f"`ctxkeeper {verb}` is for a person: run it in your own terminal, not through a "
+            f"coding agent ({'; '.join(signs)}). An agent proposes; a person decides."
+        )
 
 
 def _confirm(question: str) -> None:
-    """Human verbs need a person: a terminal on stdin and an explicit yes."""
-    if not _interactive():
-        _fail(
-            "this verb needs a person at an interactive terminal; it cannot run from a script or an agent"
-        )
+    """Human verbs need a person: an explicit yes, asked once everything was validated."""
     answer = input(f"{question} [y/N] ").strip().lower()
     if answer not in ("y", "yes"):
         _fail("cancelled; nothing was changed")
@@ -490,22 +549,27 @@ def _human(args: _Args) -> int:
     from ctxkeeper import review
     from ctxkeeper.verbs import user_actor
 
+    _refuse_under_agent(args.command)
+    if not _interactive():
+        _fail(
+            "this verb needs a person at an interactive terminal; it cannot run from a script or an agent"
+        )
     store = _store(args)
     actor = user_actor()
-    if args.command == "approve":
-        _confirm(f"approve {', '.join(args.ids)}?")
-        done = review.approve(store, args.ids, actor=actor)
-    elif args.command == "reject":
-        _confirm(f"reject {', '.join(args.ids)} (they become tombstones)?")
-        done = review.reject(store, args.ids, args.reason or "", actor=actor)
-    elif args.command == "lift":
-        _confirm(f"lift the tombstone {args.id} (it returns to proposed)?")
-        done = [review.lift(store, args.id, actor=actor, reason=args.reason or "")]
-    else:
-        _confirm(f"purge {args.id} from the store (the journal keeps its history)?")
-        done = [review.purge(store, args.id, args.reason or "", actor=actor)]
-    text = "\n".join(f"{args.command}: {render.one_line(e)}" for e in done)
-    return _emit(args, {"results": list(done)}, text)
+    ids = list(args.ids) if args.command in ("approve", "reject") else [args.id]
+    reason = args.reason or ""
+    # Validate every id and the reason first (a dry run), so the question comes last.
+    planned = review.decide(store, args.command, ids, actor=actor, reason=reason, dry_run=True)
+    print("\n".join(str(item["text"]) for item in planned))
+    _confirm(f"{args.command} as listed above?")
+    done = review.decide(store, args.command, ids, actor=actor, reason=reason)
+    lines = []
+    for item in done:
+        entry = item["entry"]
+        assert isinstance(entry, dict)
+        change = f" {item['change']}" if item.get("change") else ""
+        lines.append(f"{item['action']}{change}: {render.one_line(entry)}")
+    return _emit(args, {"results": [item["entry"] for item in done]}, "\n".join(lines))
 
 
 def _doctor(args: _Args) -> int:

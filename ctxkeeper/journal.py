@@ -30,6 +30,13 @@ OPS: Final = frozenset(
         "import",
         "verify",
         "manual_edit",
+        # An agent's change to an entry a person recorded or approved, and the verdict on it
+        # (the proposal is held in the entry's pending_changes; see ctxkeeper.changes).
+        "propose_update",
+        "propose_deprecate",
+        "propose_supersede",
+        "approve_change",
+        "reject_change",
     }
 )
 

@@ -19,6 +19,7 @@ _LABELS = {
     "related_to": "related to",
     "valid_from": "valid from",
     "valid_until": "valid until",
+    "pending_changes": "pending changes",
 }
 
 
@@ -48,6 +49,19 @@ def _value(value: JSONValue) -> str:
     return "(none)" if value is None else str(value)
 
 
+def pending_line(change: Mapping[str, JSONValue]) -> str:
+    """One pending change, as a reader of the entry needs it (see ``ctxkeeper.changes``)."""
+    actor = change.get("actor")
+    who = actor.get("origin") if isinstance(actor, dict) else "?"
+    what = str(change.get("op"))
+    fields = change.get("fields")
+    if isinstance(fields, dict):
+        what += f" of {', '.join(fields)}"
+    if change.get("successor"):
+        what += f" by {change.get('successor')}"
+    return f"{change.get('change')}: {what}, proposed by {who}, awaiting a person"
+
+
 def block(entry: Mapping[str, JSONValue], *, fields: tuple[str, ...] | None = None) -> str:
     """A multi-line view of an entry; list fields are bulleted."""
     lines = [one_line(entry, width=200)]
@@ -57,7 +71,10 @@ def block(entry: Mapping[str, JSONValue], *, fields: tuple[str, ...] | None = No
         if value in (None, [], "") and key not in ("scope",):
             continue
         label = _LABELS.get(key, key)
-        if key == "scope" and not value:
+        if key == "pending_changes" and isinstance(value, list):
+            lines.append(f"  {label} (the fields above stay in force until a person decides):")
+            lines.extend(f"    {pending_line(c)}" for c in value if isinstance(c, dict))
+        elif key == "scope" and not value:
             lines.append(f"  {label}: (project-wide)")
         elif isinstance(value, list) and key in ("steps", "alternatives"):
             lines.append(f"  {label}:")
@@ -70,8 +87,12 @@ def block(entry: Mapping[str, JSONValue], *, fields: tuple[str, ...] | None = No
 def field_diff(
     before: Mapping[str, JSONValue] | None, after: Mapping[str, JSONValue] | None
 ) -> list[str]:
-    """Changed fields as ``- old`` / ``+ new`` lines, skipping bookkeeping fields."""
-    skip = {"updated_at", "revision"}
+    """Changed fields as ``- old`` / ``+ new`` lines, skipping bookkeeping fields.
+
+    Pending changes are told as one ``? proposed`` or ``= decided`` line each, not as a diff of
+    the raw list.
+    """
+    skip = {"updated_at", "revision", "pending_changes"}
     old = before or {}
     new = after or {}
     lines: list[str] = []
@@ -83,6 +104,22 @@ def field_diff(
             lines.append(f"  - {label}: {_value(old.get(key))}")
         if key in new:
             lines.append(f"  + {label}: {_value(new.get(key))}")
+    lines.extend(_pending_diff(old.get("pending_changes"), new.get("pending_changes")))
+    return lines
+
+
+def _pending_diff(old: JSONValue, new: JSONValue) -> list[str]:
+    def by_id(value: JSONValue) -> dict[str, Mapping[str, JSONValue]]:
+        items = value if isinstance(value, list) else []
+        return {str(c.get("change")): c for c in items if isinstance(c, dict)}
+
+    before, after = by_id(old), by_id(new)
+    lines = [f"  ? proposed {pending_line(c)}" for key, c in after.items() if key not in before]
+    lines.extend(f"  = decided {key}" for key in before if key not in after)
+    for key, change in after.items():
+        fields = change.get("fields")
+        if key not in before and isinstance(fields, dict):
+            lines.extend(f"      {name}: {_value(value)}" for name, value in fields.items())
     return lines
 
 

@@ -6,6 +6,7 @@ import json
 from typing import Final
 
 from ctxkeeper import times
+from ctxkeeper.changes import awaiting_decision, pending_changes
 from ctxkeeper.model import KINDS, STATUSES
 from ctxkeeper.render import one_line
 
@@ -17,10 +18,14 @@ if TYPE_CHECKING:
     from ctxkeeper.store import Store
 
 RECENT_DECISIONS: Final = 5
+PENDING_LISTED: Final = 20
 
 
 def project_summary(store: Store, *, token_budget: int | None = None) -> JSONObject:
     """Counts, the hard constraints in force, recent decisions and pending reviews.
+
+    ``pending_review`` counts what awaits a person: proposed entries (``pending_ids``) and
+    agent changes to entries a person recorded or approved (``pending_changes``).
 
     Lists are cut to fit the budget (characters / 4), hard constraints first because they
     are what an agent must not break; ``truncated`` says whether anything was left out.
@@ -44,6 +49,7 @@ def project_summary(store: Store, *, token_budget: int | None = None) -> JSONObj
         reverse=True,
     )[:RECENT_DECISIONS]
     pending = sorted(str(e["id"]) for e in entries if e.get("status") == "proposed")
+    changes = pending_changes(entries)
     remaining = budget * 4
     hard_items, remaining, cut_hard = _fit(hard, remaining, with_scope=True)
     recent_items, remaining, cut_recent = _fit(recent, remaining, with_scope=False)
@@ -52,8 +58,12 @@ def project_summary(store: Store, *, token_budget: int | None = None) -> JSONObj
         "counts": counts,
         "hard_constraints": hard_items,
         "recent_decisions": recent_items,
-        "pending_review": len(pending),
-        "pending_ids": list(pending[:20]),
+        "pending_review": awaiting_decision(entries),
+        "pending_ids": list(pending[:PENDING_LISTED]),
+        "pending_changes": [
+            {"change": c["change"], "id": c["id"], "op": c["op"], "stale": c["stale"]}
+            for c in changes[:PENDING_LISTED]
+        ],
         "drift": None,
         "truncated": cut_hard or cut_recent,
     }
@@ -82,6 +92,14 @@ def _fit(
 
 def render_summary(summary: JSONObject) -> str:
     lines = [f"{summary['total']} entries; {summary['pending_review']} awaiting review"]
+    changes = summary.get("pending_changes")
+    if isinstance(changes, list) and changes:
+        lines.append(
+            "changes awaiting a person (the entries stay as they are until then): "
+            + ", ".join(
+                f"{c['op']} of {c['id']} ({c['change']})" for c in changes if isinstance(c, dict)
+            )
+        )
     hard = summary.get("hard_constraints")
     if isinstance(hard, list) and hard:
         lines.append("hard constraints in force:")

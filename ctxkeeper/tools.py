@@ -200,6 +200,11 @@ def _record(store: Store, args: JSONObject) -> ToolResult:
     )
     lines.extend(f"superseded {old}" for old in _dicts_or_ids(result.get("superseded")))
     lines.extend(
+        f"pending: superseding {item['id']} awaits a person (change {item['change']}); "
+        f"{item['id']} is unchanged and stays in force until they approve {result['id']}"
+        for item in _dicts(result.get("pending_supersession"))
+    )
+    lines.extend(
         f"possible supersession of {maybe}: if it replaces it, record again with supersedes"
         for maybe in _dicts_or_ids(result.get("possible_supersession"))
     )
@@ -268,8 +273,21 @@ def _update(store: Store, args: JSONObject) -> ToolResult:
     updates = args["updates"]
     assert isinstance(updates, dict)
     result = update_entry(store, str(args["id"]), updates, str(args["reason"]), actor=agent_actor())
-    text = f"updated {result['id']} to revision {result['revision']}; changed {', '.join(_dicts_or_ids(result['changed']))}"
+    changed = ", ".join(_dicts_or_ids(result["changed"]))
+    if result["pending"]:
+        text = _pending_text(result, f"the update of {changed}")
+    else:
+        text = f"updated {result['id']} to revision {result['revision']}; changed {changed}"
     return ToolResult(result, text)
+
+
+def _pending_text(result: JSONObject, what: str) -> str:
+    """Say plainly that nothing changed yet: the agent must not act as if it had."""
+    return (
+        f"pending: {what} awaits a person's approval (change {result['change']}); "
+        f"{result['id']} is unchanged and stays in force until they approve it with "
+        "`ctxkeeper review` / `ctxkeeper approve`"
+    )
 
 
 def _deprecate(store: Store, args: JSONObject) -> ToolResult:
@@ -283,6 +301,8 @@ def _deprecate(store: Store, args: JSONObject) -> ToolResult:
         actor=agent_actor(),
         superseded_by=str(successor) if successor else None,
     )
+    if result["pending"]:
+        return ToolResult(result, _pending_text(result, "the deprecation"))
     return ToolResult(
         result, f"deprecated {result['id']}; it is now a tombstone later writes are checked against"
     )
@@ -297,6 +317,8 @@ def _summary(store: Store, args: JSONObject) -> ToolResult:
 
 
 _SIMILAR: Final[JSONObject] = {"type": "array", "items": {"type": "object"}}
+_BOOL: Final[JSONObject] = {"type": "boolean"}
+_CHANGE: Final[JSONObject] = {"type": "string", "description": "id of the change awaiting a person"}
 _READ: Final = (True, False, True)  # read-only, not destructive, idempotent
 _ADDS: Final = (False, False, False)
 _CHANGES: Final = (False, True, False)
@@ -353,6 +375,8 @@ def _table() -> list[
                     "entry": _O,
                     "similar_entries": _SIMILAR,
                     "superseded": _A,
+                    "pending_supersession": _A,
+                    "pending": _BOOL,
                     "possible_supersession": _A,
                 },
                 ["id", "entry", "similar_entries"],
@@ -378,7 +402,7 @@ def _table() -> list[
             "Get one entry with its history",
             "One entry by id, with every revision from the journal (op, actor, reason, before, after).",
             _object({"id": _ID}, ["id"]),
-            _out({"entry": _O, "history": _A}, ["entry", "history"]),
+            _out({"entry": _O, "pending_changes": _A, "history": _A}, ["entry", "history"]),
             _READ,
             _get,
         ),
@@ -387,7 +411,8 @@ def _table() -> list[
             "Update an entry",
             (
                 "Change fields of an active or proposed entry; reason required. Floors re-apply. "
-                "Superseded or retired entries are frozen: record a successor instead."
+                "Superseded or retired entries are frozen: record a successor instead. A change "
+                "to an entry a person recorded or approved waits for them (pending: true)."
             ),
             _object(
                 {
@@ -404,6 +429,8 @@ def _table() -> list[
                     "revision": {"type": "integer"},
                     "changed": _A,
                     "similar_entries": _SIMILAR,
+                    "pending": _BOOL,
+                    "change": _CHANGE,
                 },
                 ["id", "entry", "revision"],
             ),
@@ -415,7 +442,8 @@ def _table() -> list[
             "Retire an entry",
             (
                 "Retire an entry with a reason (20+ chars), optionally naming its successor. It "
-                "becomes a tombstone: the same content is refused later."
+                "becomes a tombstone: the same content is refused later. Retiring an entry a "
+                "person recorded or approved waits for them (pending: true)."
             ),
             _object(
                 {
@@ -425,7 +453,10 @@ def _table() -> list[
                 },
                 ["id", "reason"],
             ),
-            _out({"id": {"type": "string"}, "entry": _O}, ["id", "entry"]),
+            _out(
+                {"id": {"type": "string"}, "entry": _O, "pending": _BOOL, "change": _CHANGE},
+                ["id", "entry"],
+            ),
             _CHANGES,
             _deprecate,
         ),
@@ -441,6 +472,7 @@ def _table() -> list[
                     "hard_constraints": _A,
                     "recent_decisions": _A,
                     "pending_review": {"type": "integer"},
+                    "pending_changes": _A,
                 },
                 ["total", "counts", "hard_constraints", "recent_decisions", "pending_review"],
             ),

@@ -7,6 +7,7 @@ from typing import Final
 
 from ctxkeeper import times
 from ctxkeeper.capture import check_candidate
+from ctxkeeper.changes import needs_review, pending_changes, propose
 from ctxkeeper.errors import StateError, UsageError
 from ctxkeeper.model import (
     LIVE_STATUSES,
@@ -53,7 +54,8 @@ def _require_reason(reason: object, floor: int, verb: str) -> str:
     return text
 
 
-def _require_editable(entry: Mapping[str, JSONValue]) -> None:
+def require_editable(entry: Mapping[str, JSONValue]) -> None:
+    """Refuse a change to a frozen (superseded) or retired (tombstone) entry."""
     status = entry.get("status")
     entry_id = entry.get("id")
     if status == "superseded":
@@ -76,11 +78,13 @@ def record_entry(
     actor: JSONObject,
     supersedes: list[str] | None = None,
 ) -> JSONObject:
-    """Record a new entry; return ``id``, ``entry``, ``similar_entries``, ``superseded`` and
-    ``possible_supersession``.
+    """Record a new entry; return ``id``, ``entry``, ``similar_entries``, ``superseded``,
+    ``pending_supersession``, ``pending`` and ``possible_supersession``.
 
     Agent entries start ``proposed`` under the default review policy; a person's start
-    ``active``. Superseding marks the old entries in the same journaled transaction.
+    ``active``. An active entry supersedes the old ones in the same journaled transaction. A
+    proposed one only proposes it: each old entry gets a pending change and stays as it is
+    until a person approves the successor.
     """
     kind = check_kind(kind)
     old_ids = [check_id(item) for item in dict.fromkeys(supersedes or [])]
@@ -109,7 +113,21 @@ def record_entry(
             supersedes=old_ids,
         )
         tx.put("record", entry_id, entry, actor=actor, reason=None, at=at)
+        superseded: list[JSONValue] = []
+        pending: list[JSONValue] = []
         for old_id in old_ids:
+            if status == "proposed":
+                change, _ = propose(
+                    tx,
+                    old_id,
+                    "supersede",
+                    {"successor": entry_id},
+                    actor=actor,
+                    reason=f"superseded by {entry_id}",
+                    at=at,
+                )
+                pending.append({"id": old_id, "change": change["change"]})
+                continue
             old = dict(tx.get(old_id))
             old.update(
                 status="superseded",
@@ -118,11 +136,14 @@ def record_entry(
                 revision=_revision(old) + 1,
             )
             tx.put("supersede", old_id, old, actor=actor, reason=f"superseded by {entry_id}", at=at)
+            superseded.append(old_id)
     return {
         "id": entry_id,
         "entry": entry,
         "similar_entries": list(report.similar_entries),
-        "superseded": list(old_ids),
+        "superseded": superseded,
+        "pending_supersession": pending,
+        "pending": bool(pending),
         "possible_supersession": [i for i in report.possible_supersession if i not in old_ids],
     }
 
@@ -142,7 +163,9 @@ def update_entry(
 ) -> JSONObject:
     """Change an active or proposed entry; floors re-apply and the before-value is journaled.
 
-    Returns ``id``, ``entry``, ``revision``, ``changed`` (field names) and ``similar_entries``.
+    Returns ``id``, ``entry``, ``revision``, ``changed`` (field names), ``similar_entries``
+    and ``pending``. An agent's change to an entry a person recorded or approved is only
+    proposed (``pending`` true, its ``change`` id): ``entry`` is the live entry, unchanged.
     """
     check_id(entry_id)
     why = _require_reason(reason, UPDATE_REASON_FLOOR, "update_entry")
@@ -151,7 +174,7 @@ def update_entry(
     at = times.now_iso()
     with store.transaction() as tx:
         current = tx.get(entry_id)
-        _require_editable(current)
+        require_editable(current)
         kind = str(current["kind"])
         merged = {**editable_view(current), **updates}
         clean, report = check_candidate(
@@ -160,13 +183,24 @@ def update_entry(
         changed = sorted(field for field, value in clean.items() if current.get(field) != value)
         if not changed:
             raise UsageError(f"the updates leave {entry_id} unchanged; nothing was written")
-        after = ordered({**current, **clean, "updated_at": at, "revision": _revision(current) + 1})
-        tx.put("update", entry_id, after, actor=actor, reason=why, at=at)
+        result: JSONObject = {"id": entry_id, "changed": list(changed)}
+        if needs_review(current, actor, tx.config.review):
+            proposed = {field: clean[field] for field in changed}
+            change, _ = propose(
+                tx, entry_id, "update", {"fields": proposed}, actor=actor, reason=why, at=at
+            )
+            after = tx.get(entry_id)
+            result.update(pending=True, change=change["change"])
+        else:
+            after = ordered(
+                {**current, **clean, "updated_at": at, "revision": _revision(current) + 1}
+            )
+            tx.put("update", entry_id, after, actor=actor, reason=why, at=at)
+            result["pending"] = False
     return {
-        "id": entry_id,
+        **result,
         "entry": after,
         "revision": _revision(after),
-        "changed": list(changed),
         "similar_entries": list(report.similar_entries),
     }
 
@@ -179,17 +213,30 @@ def deprecate_entry(
     actor: JSONObject,
     superseded_by: str | None = None,
 ) -> JSONObject:
-    """Retire an entry with a reason: it becomes a tombstone later writes are checked against."""
+    """Retire an entry with a reason: it becomes a tombstone later writes are checked against.
+
+    An agent's deprecation of an entry a person recorded or approved is only proposed
+    (``pending`` true, its ``change`` id); the entry stays live until a person approves it.
+    """
     check_id(entry_id)
     why = _require_reason(reason, DEPRECATE_REASON_FLOOR, "deprecate_entry")
     at = times.now_iso()
     with store.transaction() as tx:
         current = tx.get(entry_id)
-        _require_editable(current)
+        require_editable(current)
         if superseded_by is not None:
             if check_id(superseded_by) == entry_id:
                 raise UsageError("an entry cannot be superseded by itself")
             tx.get(superseded_by)
+        if needs_review(current, actor, tx.config.review):
+            details: JSONObject = {"superseded_by": superseded_by}
+            change, _ = propose(tx, entry_id, "deprecate", details, actor=actor, reason=why, at=at)
+            return {
+                "id": entry_id,
+                "entry": tx.get(entry_id),
+                "pending": True,
+                "change": change["change"],
+            }
         after = ordered(
             {
                 **current,
@@ -201,11 +248,12 @@ def deprecate_entry(
             }
         )
         tx.put("deprecate", entry_id, after, actor=actor, reason=why, at=at)
-    return {"id": entry_id, "entry": after}
+    return {"id": entry_id, "entry": after, "pending": False}
 
 
 def get_entry(store: Store, entry_id: str) -> JSONObject:
-    """One entry and its history: every revision's op, actor, reason, before and after."""
+    """One entry, its pending changes and its history: every revision's op, actor, reason,
+    before and after."""
     check_id(entry_id)
     entry = store.get(entry_id)
     history: list[JSONValue] = [
@@ -221,7 +269,8 @@ def get_entry(store: Store, entry_id: str) -> JSONObject:
         for record in store.read_journal()
         if record.get("id") == entry_id
     ]
-    return {"entry": entry, "history": history}
+    pending: list[JSONValue] = [*pending_changes([entry])]
+    return {"entry": entry, "pending_changes": pending, "history": history}
 
 
 def set_status(

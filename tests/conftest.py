@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from ctxkeeper.agentenv import AGENT_ENV_VARS
 from ctxkeeper.store import Store
 
 TYPE_CHECKING = False
@@ -51,6 +52,14 @@ def pipeline_fields(**overrides: object) -> dict[str, object]:
 
 
 FIELDS = {"decision": decision_fields, "constraint": constraint_fields, "pipeline": pipeline_fields}
+
+
+@pytest.fixture(autouse=True)
+def _no_agent_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests run as a person would, even when the suite is started from an agent's shell
+    (the human verbs refuse under CLAUDECODE and friends; tests/test_agentenv.py sets them)."""
+    for name in AGENT_ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture

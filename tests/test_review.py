@@ -5,7 +5,7 @@ import pytest
 from ctxkeeper import review
 from ctxkeeper.errors import PreviouslyRejectedError, StateError, UsageError
 from ctxkeeper.store import Store
-from ctxkeeper.verbs import agent_actor, record_entry, user_actor
+from ctxkeeper.verbs import agent_actor, record_entry, update_entry, user_actor
 from tests.conftest import constraint_fields, decision_fields
 
 USER = user_actor()
@@ -59,3 +59,51 @@ class TestReview:
         assert last["op"] == "purge"
         assert last["after"] is None
         assert last["before"]["id"] == entry_id  # type: ignore[index,call-overload]
+
+
+class TestDecidingChanges:
+    def _rule_and_successor(self, store: Store) -> tuple[str, str]:
+        rule = str(record_entry(store, "constraint", constraint_fields(), actor=USER)["id"])
+        successor = str(
+            record_entry(
+                store, "decision", decision_fields(), actor=agent_actor(), supersedes=[rule]
+            )["id"]
+        )
+        return rule, successor
+
+    def test_rejecting_the_supersession_keeps_the_successor_for_review(self, store: Store) -> None:
+        rule, successor = self._rule_and_successor(store)
+        review.reject(store, [rule], "Keep the billing rule in force.", actor=USER)
+        assert store.get(rule)["status"] == "active"
+        assert "pending_changes" not in store.get(rule)
+        kept = store.get(successor)
+        assert (kept["status"], kept["supersedes"]) == ("proposed", [])
+        # Control: approving the successor now supersedes nothing.
+        review.approve(store, [successor], actor=USER)
+        assert store.get(rule)["status"] == "active"
+        assert store.get(successor)["status"] == "active"
+
+    def test_a_stale_supersession_refuses_the_successors_approval(self, store: Store) -> None:
+        rule, successor = self._rule_and_successor(store)
+        update_entry(store, rule, {"tags": ["billing"]}, "tag for the billing team", actor=USER)
+        with pytest.raises(StateError, match="changed since"):
+            review.approve(store, [successor], actor=USER)
+        assert store.get(successor)["status"] == "proposed"
+        assert store.get(rule)["status"] == "active"
+
+    def test_purging_a_successor_drops_its_supersession(self, store: Store) -> None:
+        rule, successor = self._rule_and_successor(store)
+        review.purge(store, successor, "Recorded by mistake during a demo.", actor=USER)
+        assert "pending_changes" not in store.get(rule)
+        assert [r["op"] for r in store.read_journal()][-2:] == ["reject_change", "purge"]
+
+    def test_dry_run_validates_and_writes_nothing(self, store: Store) -> None:
+        rule, successor = self._rule_and_successor(store)
+        before = store.read_journal()
+        planned = review.decide(store, "approve", [rule], actor=USER, dry_run=True)
+        assert [d["action"] for d in planned] == ["approve", "supersede"]
+        assert store.read_journal() == before
+        assert store.get(rule)["status"] == "active"
+        assert store.get(successor)["status"] == "proposed"
+        with pytest.raises(UsageError, match="neither an entry id"):
+            review.decide(store, "approve", ["chg-x"], actor=USER, dry_run=True)

@@ -78,3 +78,18 @@ class TestSummary:
         assert small["truncated"] is True
         assert 0 < len(small["hard_constraints"]) < 10
         assert "cut to fit" in render_summary(small)
+
+    def test_pending_changes_are_listed_and_the_rule_stays_in_force(self, store: Store) -> None:
+        from ctxkeeper.verbs import update_entry
+
+        hard = str(record_entry(store, "constraint", constraint_fields(), actor=USER)["id"])
+        result: Any = update_entry(
+            store, hard, {"hardness": "soft"}, "soften it for now", actor=agent_actor()
+        )
+        summary: Any = project_summary(store)
+        assert summary["pending_review"] == 1
+        assert summary["pending_changes"] == [
+            {"change": result["change"], "id": hard, "op": "update", "stale": False}
+        ]
+        assert [c["id"] for c in summary["hard_constraints"]] == [hard]
+        assert "update of " + hard in render_summary(summary)

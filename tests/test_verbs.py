@@ -171,6 +171,10 @@ class TestSupersession:
 
 class TestHistory:
     def test_three_updates_keep_every_before_value(self, store: Store) -> None:
+        # Under review "off" the agent's change applies directly (tests/test_changes.py
+        # covers the default, where it waits for a person).
+        config = json.loads(Path(store.path("config.json")).read_text())
+        Path(store.path("config.json")).write_text(json.dumps({**config, "review": "off"}))
         entry_id = record(store, "pipeline", pipeline_fields())
         reasons = ["add the canary step", "name the dashboard to watch", "tag for the release crew"]
         changes: list[dict[str, object]] = [
