@@ -283,7 +283,7 @@ _HOMOGLYPHS: Final = str.maketrans(
 # Shorthands that hide a negation or a preposition from the tokenizer ("w/o" is "w", "o").
 _SHORTHANDS: Final = (
     (re.compile(r"\bw/o\b", re.IGNORECASE), "without"),
-    (re.compile(r"\bw/(?=\s)", re.IGNORECASE), "with "),
+    (re.compile(r"\bw/(?=\s)", re.IGNORECASE), "with"),
     (re.compile(r"\bb/c\b", re.IGNORECASE), "because"),
 )
 
