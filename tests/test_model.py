@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from ctxkeeper.errors import (
@@ -22,6 +24,10 @@ from ctxkeeper.model import (
     stored_problems,
 )
 from tests.conftest import FIELDS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ctxkeeper.store import Store
 
 TEXT_FLOOR_CASES = [
     pytest.param(kind, field, floor, id=f"{kind}-{field}-{floor}")
@@ -349,3 +355,27 @@ class TestIdsAndEntries:
         assert any("'rule' is 5 characters" in p for p in problems)
         assert stored_problems({"id": "nope"}) == ["bad id 'nope'"]
         assert stored_problems({**entry, "kind": "memo"})[0].endswith("bad kind 'memo'")
+
+
+class TestScopesThroughTheVerbs:
+    """Every door goes through record_entry, which gives the model the store's project root."""
+
+    def test_absolute_scope_and_dot(self, store: Store) -> None:
+        from ctxkeeper.verbs import record_entry, user_actor
+
+        absolute = os.path.join(store.root, "src", "billing") + "/"
+        result = record_entry(
+            store, "constraint", FIELDS["constraint"](scope=[absolute]), actor=user_actor()
+        )
+        assert result["entry"]["scope"] == ["src/billing"]  # type: ignore[index,call-overload]
+        assert result["notes"] == []
+        wide = record_entry(
+            store,
+            "constraint",
+            FIELDS["constraint"](rule="Every refund is logged with its operator", scope=["."]),
+            actor=user_actor(),
+        )
+        assert wide["entry"]["scope"] == []  # type: ignore[index,call-overload]
+        notes = wide["notes"]
+        assert isinstance(notes, list)
+        assert "whole project" in str(notes[0])
