@@ -25,6 +25,8 @@ class CaptureReport:
     """Close entries of any status, each labelled likely_restatement or likely_contradiction."""
     possible_supersession: list[str]
     """Live entries this one may replace (same kind, overlapping scope and tags); not acted on."""
+    notes: list[str]
+    """What was normalised in a way the writer should know (a "." scope made project-wide)."""
 
 
 def check_candidate(
@@ -34,6 +36,7 @@ def check_candidate(
     *,
     floors: Floors,
     exclude: Collection[str] = (),
+    root: str | None = None,
 ) -> tuple[JSONObject, CaptureReport]:
     """Validate a record or update candidate and return its cleaned fields and findings.
 
@@ -42,11 +45,13 @@ def check_candidate(
 
     :param exclude: ids not to compare against (the entry being updated, entries being
         superseded by this very write).
+    :param root: the store's project root, so an absolute scope inside it is stored relative.
     :raise ValidationError: a field is missing, mistyped or below its floor.
     :raise SecretDetectedError: a field holds a secret-shaped string.
     :raise PreviouslyRejectedError: the content matches a deprecated or rejected entry.
     """
-    clean = clean_fields(kind, fields, floors)
+    notes: list[str] = []
+    clean = clean_fields(kind, fields, floors, root=root, notes=notes)
     check_fields(clean)
     candidate: JSONObject = {"kind": kind, **clean}
     others = [entry for entry in stored if entry.get("id") not in exclude]
@@ -72,4 +77,6 @@ def check_candidate(
         if item["label"] is not None
     ]
     superseding = possible_supersession(candidate, others)
-    return clean, CaptureReport(similar_entries=similar, possible_supersession=superseding)
+    return clean, CaptureReport(
+        similar_entries=similar, possible_supersession=superseding, notes=notes
+    )

@@ -52,9 +52,49 @@ class BelowFloorError(ValidationError):
         self.kind = kind
         self.length = length
         self.minimum = minimum
+        counted = (
+            " (counted as read: invisible characters do not count, and a run of spaces, of "
+            "punctuation or of one repeated word counts once)"
+            if unit == "characters"
+            else ""
+        )
         super().__init__(
-            f"{kind} field {field!r} is {length} {unit}; the minimum is {minimum}. "
+            f"{kind} field {field!r} is {length} {unit}; the minimum is {minimum}{counted}. "
             "Say more: an entry must explain itself to someone who was not there.",
+            field=field,
+        )
+
+
+class TooLongError(ValidationError):
+    """A field is longer than every door can carry back (the MCP schema's ``maxLength``)."""
+
+    code = "too_long"
+
+    def __init__(self, field: str, length: int, maximum: int, *, unit: str = "characters") -> None:
+        self.length = length
+        self.maximum = maximum
+        super().__init__(
+            f"field {field!r} is {length:,} {unit}; the maximum is {maximum:,}, so that every "
+            "door (CLI, MCP, snapshot) can return it. Keep the entry to what a reader needs and "
+            "point to a document for the rest; nothing was stored.",
+            field=field,
+        )
+
+
+class ControlCharacterError(ValidationError):
+    """A field holds a control or bidirectional character that would change what a terminal shows."""
+
+    code = "control_character"
+
+    def __init__(self, field: str, char: str, *, multiline_fields: str = "") -> None:
+        self.codepoint = f"U+{ord(char):04X}"
+        allowed = (
+            f" (newline and tab are allowed only in {multiline_fields})" if multiline_fields else ""
+        )
+        super().__init__(
+            f"field {field!r} contains the control character {self.codepoint}, which can make a "
+            f"terminal show something other than what is stored; remove it{allowed}. "
+            "Nothing was stored.",
             field=field,
         )
 
@@ -86,6 +126,13 @@ class PreviouslyRejectedError(CtxkeeperError):
     code = "previously_rejected"
 
     def __init__(self, tombstone_id: str, status: str, reason: str, similarity: float) -> None:
+        # The reason is echoed to whoever writes next, so a credential pasted into it once
+        # must not travel on (a cycle-free import: secretscan imports this module).
+        from ctxkeeper.secretscan import find_secret
+
+        secret_kind = find_secret(reason)
+        if secret_kind is not None:
+            reason = f"(withheld: it contains something shaped like a secret, {secret_kind})"
         self.tombstone_id = tombstone_id
         self.status = status
         self.reason = reason

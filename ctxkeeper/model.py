@@ -6,8 +6,15 @@ import re
 from types import MappingProxyType
 from typing import Final, Literal, get_args
 
-from ctxkeeper.errors import BelowFloorError, UsageError, ValidationError
+from ctxkeeper.errors import (
+    BelowFloorError,
+    ControlCharacterError,
+    TooLongError,
+    UsageError,
+    ValidationError,
+)
 from ctxkeeper.scope import normalize_scope
+from ctxkeeper.text import forbidden_control, readable_length
 from ctxkeeper.times import check_window, normalize_time
 
 TYPE_CHECKING = False
@@ -100,8 +107,18 @@ FIELD_ORDER: Final = (
     "revision",
 )
 
+#: Prose fields that may hold several lines (newline and tab); every other field is one line.
+MULTILINE_FIELDS: Final = frozenset({"problem", "why_chosen", "reason", "purpose"})
+#: The longest text field, in characters, for every door: the MCP schema's ``maxLength``
+#: (tools.py imports it), so the CLI cannot store what MCP could not return.
+TEXT_MAX: Final = 20_000
+#: The longest item of a list field (a step, an alternative, a scope, a tag) and the most items.
+ITEM_MAX: Final = 2_000
+LIST_MAX: Final = 50
+
 Floors = dict[str, dict[str, int]]
 _TAG_MAX = 40
+_MULTILINE_NAMES: Final = ", ".join(sorted(MULTILINE_FIELDS))
 
 
 def contract_floors() -> Floors:
@@ -128,16 +145,28 @@ def kind_of_id(entry_id: str) -> str:
     return PREFIX_KIND[check_id(entry_id).split("-", 1)[0]]
 
 
+def _checked_string(field: str, text: str, maximum: int, *, multiline: bool = False) -> str:
+    if len(text) > maximum:
+        raise TooLongError(field, len(text), maximum)
+    char = forbidden_control(text, multiline=multiline)
+    if char is not None:
+        raise ControlCharacterError(field, char, multiline_fields=_MULTILINE_NAMES)
+    return text.strip()
+
+
 def _text(field: str, value: object) -> str:
     if not isinstance(value, str):
         raise ValidationError(f"{field} must be a string, got {type(value).__name__}", field=field)
-    return value.strip()
+    return _checked_string(field, value, TEXT_MAX, multiline=field in MULTILINE_FIELDS)
 
 
-def _string_list(field: str, value: object) -> list[str]:
+def _string_list(field: str, value: object, *, keep_empty: bool = False) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ValidationError(f"{field} must be a list of strings", field=field)
-    return [item.strip() for item in value if item.strip()]
+    if len(value) > LIST_MAX:
+        raise TooLongError(field, len(value), LIST_MAX, unit="items")
+    items = [_checked_string(f"{field}[{n}]", item, ITEM_MAX) for n, item in enumerate(value)]
+    return items if keep_empty else [item for item in items if item]
 
 
 def _unique(items: list[str]) -> list[JSONValue]:
@@ -149,34 +178,69 @@ def _unique(items: list[str]) -> list[JSONValue]:
 
 def _check_floor(kind: str, field: str, text: str, floors: Floors, *, label: str = "") -> None:
     minimum = floors[kind].get(field, 0)
-    if len(text) < minimum:
-        raise BelowFloorError(kind, label or field, len(text), minimum)
+    # Counted as a reader reads it: forty zero-width spaces or dots explain nothing.
+    length = readable_length(text) if minimum else 0
+    if length < minimum:
+        raise BelowFloorError(kind, label or field, length, minimum)
 
 
-def _clean_common(field: str, value: object) -> JSONValue:
+def _clean_scopes(items: list[str], root: str | None, notes: list[str] | None) -> JSONValue:
+    scopes = [normalize_scope(item, root) for item in items]
+    if "" not in scopes:
+        return _unique(scopes)
+    # "." (or "", "./") means the whole project, which an empty list already says; stored as
+    # [""] it would cover every file while looking like a narrow scope.
+    if notes is not None:
+        notes.append(
+            "scope: "
+            + ", ".join(repr(item) for item, scope in zip(items, scopes, strict=True) if not scope)
+            + " means the whole project; stored as project-wide (an empty scope list)"
+        )
+    return []
+
+
+def _clean_common(
+    field: str, value: object, root: str | None = None, notes: list[str] | None = None
+) -> JSONValue:
     if field in ("valid_from", "valid_until"):
         if value is None:
             return None
         return normalize_time(_text(field, value), field=field)
-    items = _string_list(field, value)
     if field == "scope":
-        return _unique([normalize_scope(item) for item in items])
+        # An empty string is a spelling of the whole project here, not a blank to skip.
+        return _clean_scopes(_string_list(field, value, keep_empty=True), root, notes)
+    items = _string_list(field, value)
     if field == "tags":
         tags = [item.lower() for item in items]
-        for tag in tags:
+        for number, tag in enumerate(tags):
             if len(tag) > _TAG_MAX or any(ch.isspace() for ch in tag):
+                # A long tag is not echoed: it may be a pasted value rather than a word.
+                shown = repr(tag) if len(tag) <= _TAG_MAX else f"#{number + 1} ({len(tag)} chars)"
                 raise ValidationError(
-                    f"tag {tag!r} must be one word of at most {_TAG_MAX} characters", field="tags"
+                    f"tag {shown} must be one word of at most {_TAG_MAX} characters", field="tags"
                 )
         return _unique(tags)
     return _unique([check_id(item) for item in items])
 
 
-def clean_fields(kind: str, fields: Mapping[str, object], floors: Floors) -> JSONObject:
+def clean_fields(
+    kind: str,
+    fields: Mapping[str, object],
+    floors: Floors,
+    *,
+    root: str | None = None,
+    notes: list[str] | None = None,
+) -> JSONObject:
     """Validate and normalise a writer's fields for ``kind``; floors apply to every text field.
 
+    Lengths are measured as read (:func:`ctxkeeper.text.readable_length`); every field is capped
+    at :data:`TEXT_MAX` (list items at :data:`ITEM_MAX`) and refuses control characters.
+
+    :param root: the project root, so that an absolute scope inside it is stored repo-relative.
+    :param notes: receives what was normalised in a way the writer should be told about.
     :raise ValidationError: an unknown or mistyped field, or a field below its floor
-        (:class:`BelowFloorError` names the field, its length and the minimum).
+        (:class:`BelowFloorError` names the field, its length and the minimum), too long
+        (:class:`TooLongError`) or holding a control character (:class:`ControlCharacterError`).
     """
     allowed = EDITABLE_FIELDS[kind]
     unknown = sorted(set(fields) - set(allowed))
@@ -215,7 +279,7 @@ def clean_fields(kind: str, fields: Mapping[str, object], floors: Floors) -> JSO
         clean["steps"] = [*steps]
     for field in COMMON_INPUT_FIELDS:
         default: object = None if field.startswith("valid_") else []
-        clean[field] = _clean_common(field, fields.get(field, default))
+        clean[field] = _clean_common(field, fields.get(field, default), root, notes)
     check_window(clean["valid_from"], clean["valid_until"])
     return clean
 

@@ -1,4 +1,9 @@
-"""Plain-text renderings of entries and histories, shared by the CLI and the MCP server."""
+"""Plain-text renderings of entries and histories, shared by the CLI and the MCP server.
+
+Every stored string passes through :func:`visible` on its way out: entries are untrusted
+(an agent wrote them, or someone edited ``entries.json`` by hand), and an escape sequence or a
+bidirectional override would make a reviewer's terminal show a rule other than the stored one.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,35 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from ctxkeeper._types import JSONValue
+
+# What a terminal would act on or hide instead of showing: controls (ESC, CR, BEL, NUL, C1),
+# format characters (bidi overrides and isolates, zero-width characters), line and paragraph
+# separators, surrogates and private-use code points.
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co"})
+# Continuation lines of a multi-line value get a prefix no field line has, so a value cannot
+# fake a line of its own ("  rule: ..." inside a reason).
+_CONTINUATION = "\n      | "
+
+
+def visible(text: str, *, multiline: bool = False) -> str:
+    """Return text with every control or invisible character shown as ``<U+001B>``.
+
+    :param multiline: keep newlines and tabs (prose fields); otherwise they are escaped too.
+    """
+    if text.isprintable() and not (multiline and "\n" in text):
+        return text
+    import unicodedata  # Only text that needs escaping pays for it.
+
+    out = []
+    for char in text:
+        if multiline and char in "\n\t":
+            out.append(_CONTINUATION if char == "\n" else char)
+        elif unicodedata.category(char) in _HIDDEN_CATEGORIES:
+            out.append(f"<U+{ord(char):04X}>")
+        else:
+            out.append(char)
+    return "".join(out)
+
 
 #: The field that names an entry in one line, per kind.
 HEADLINE_FIELD = {"decision": "summary", "constraint": "rule", "pipeline": "name"}
@@ -24,29 +58,29 @@ _LABELS = {
 
 
 def headline(entry: Mapping[str, JSONValue]) -> str:
-    return str(entry.get(HEADLINE_FIELD.get(str(entry.get("kind")), "id"), ""))
+    return visible(str(entry.get(HEADLINE_FIELD.get(str(entry.get("kind")), "id"), "")))
 
 
 def status_label(entry: Mapping[str, JSONValue]) -> str:
     """The status as a reader needs it: unreviewed and retired entries say so."""
-    status = str(entry.get("status"))
+    status = visible(str(entry.get("status")))
     if status == "proposed":
         return "proposed, unreviewed"
     if status == "superseded":
-        return f"superseded by {entry.get('superseded_by')}"
+        return f"superseded by {visible(str(entry.get('superseded_by')))}"
     return status
 
 
 def one_line(entry: Mapping[str, JSONValue], *, width: int = 100) -> str:
-    hardness = f" {entry['hardness']}" if entry.get("kind") == "constraint" else ""
-    head = f"{entry.get('id')} [{status_label(entry)}{hardness}] "
+    hardness = f" {visible(str(entry['hardness']))}" if entry.get("kind") == "constraint" else ""
+    head = f"{visible(str(entry.get('id')))} [{status_label(entry)}{hardness}] "
     return textwrap.shorten(head + headline(entry), width=width, placeholder="...")
 
 
-def _value(value: JSONValue) -> str:
+def _value(value: JSONValue, *, multiline: bool = False) -> str:
     if isinstance(value, list):
-        return "; ".join(str(item) for item in value) if value else "(none)"
-    return "(none)" if value is None else str(value)
+        return "; ".join(visible(str(item)) for item in value) if value else "(none)"
+    return "(none)" if value is None else visible(str(value), multiline=multiline)
 
 
 def pending_line(change: Mapping[str, JSONValue]) -> str:
@@ -70,7 +104,7 @@ def block(entry: Mapping[str, JSONValue], *, fields: tuple[str, ...] | None = No
         value = entry.get(key)
         if value in (None, [], "") and key not in ("scope",):
             continue
-        label = _LABELS.get(key, key)
+        label = visible(_LABELS.get(key, key))
         if key == "pending_changes" and isinstance(value, list):
             lines.append(f"  {label} (the fields above stay in force until a person decides):")
             lines.extend(f"    {pending_line(c)}" for c in value if isinstance(c, dict))
@@ -78,10 +112,14 @@ def block(entry: Mapping[str, JSONValue], *, fields: tuple[str, ...] | None = No
             lines.append(f"  {label}: (project-wide)")
         elif isinstance(value, list) and key in ("steps", "alternatives"):
             lines.append(f"  {label}:")
-            lines.extend(f"    {n}. {item}" for n, item in enumerate(value, start=1))
+            lines.extend(f"    {n}. {visible(str(item))}" for n, item in enumerate(value, start=1))
         else:
-            lines.append(f"  {label}: {_value(value)}")
+            lines.append(f"  {label}: {_value(value, multiline=key in _PROSE)}")
     return "\n".join(lines)
+
+
+# Prose fields whose line breaks are kept (as continuation lines); see model.MULTILINE_FIELDS.
+_PROSE = frozenset({"problem", "why_chosen", "reason", "purpose", "status_reason"})
 
 
 def field_diff(
@@ -99,11 +137,11 @@ def field_diff(
     for key in [*old, *(k for k in new if k not in old)]:
         if key in skip or old.get(key) == new.get(key):
             continue
-        label = _LABELS.get(key, key)
+        label = visible(_LABELS.get(key, key))
         if key in old:
-            lines.append(f"  - {label}: {_value(old.get(key))}")
+            lines.append(f"  - {label}: {_value(old.get(key), multiline=key in _PROSE)}")
         if key in new:
-            lines.append(f"  + {label}: {_value(new.get(key))}")
+            lines.append(f"  + {label}: {_value(new.get(key), multiline=key in _PROSE)}")
     lines.extend(_pending_diff(old.get("pending_changes"), new.get("pending_changes")))
     return lines
 
@@ -132,11 +170,14 @@ def history(records: list[JSONValue]) -> str:
         actor = record.get("actor")
         who = "?"
         if isinstance(actor, dict):
-            who = str(actor.get("origin"))
+            who = visible(str(actor.get("origin")))
             detail = actor.get("user") or actor.get("session_id")
-            who += f" ({detail})" if detail else ""
-        reason = f": {record['reason']}" if record.get("reason") else ""
-        out.append(f"#{number} {record.get('at')} {record.get('op')} by {who}{reason}")
+            who += f" ({visible(str(detail))})" if detail else ""
+        reason = (
+            f": {visible(str(record['reason']), multiline=True)}" if record.get("reason") else ""
+        )
+        at, op = visible(str(record.get("at"))), visible(str(record.get("op")))
+        out.append(f"#{number} {at} {op} by {who}{reason}")
         before = record.get("before")
         after = record.get("after")
         diff = field_diff(

@@ -16,9 +16,30 @@ __all__ = ["covers", "normalize_scope", "relative_path", "scope_covers", "specif
 
 _SCOPE_HINT = (
     "a scope is a path relative to the project root, such as 'src/billing/' or 'src/app.py' "
-    "(an absolute path inside the project root is accepted too); use '' or '.' for the whole "
-    "project"
+    "(an absolute path inside the project root is accepted too); leave the scope list empty "
+    "for the whole project"
 )
+# Scopes are path prefixes; a pattern would be stored literally and cover nothing.
+_GLOB_CHARS = frozenset("*?[")
+
+
+def _glob_refusal(scope: str) -> UsageError:
+    parts = scope.replace("\\", "/").split("/")
+    fixed = []
+    for part in parts:
+        if _GLOB_CHARS.intersection(part):
+            break
+        if part not in ("", "."):
+            fixed.append(part)
+    suggestion = (
+        f"use the directory it starts in, {'/'.join(fixed) + '/'!r}, instead"
+        if fixed
+        else "use a directory such as 'src/', or an empty scope list for project-wide"
+    )
+    return UsageError(
+        f"scope {scope!r} is a glob pattern, but a scope is a plain path prefix (a directory or "
+        f"a file) and a pattern would cover no file; {suggestion}. ({_SCOPE_HINT}.)"
+    )
 
 
 def _clean(path: str) -> str:
@@ -75,13 +96,18 @@ def normalize_scope(scope: str, root: str | None = None) -> str:
     """Return the canonical repo-relative form of a scope, no trailing slash; "" = whole project.
 
     :param root: the project root, needed only to accept an absolute scope inside it.
-    :raises UsageError: when the scope escapes the project root or is absolute without ``root``.
+    :raises UsageError: when the scope escapes the project root, is a glob pattern, or is
+        absolute without ``root``.
     """
+    if _GLOB_CHARS.intersection(scope):
+        raise _glob_refusal(scope)
     cleaned = _clean(scope)
     if cleaned.startswith("/"):
         if root is None:
             raise UsageError(
-                f"scope {scope!r} is an absolute path and no project root was given; {_SCOPE_HINT}"
+                f"scope {scope!r} is an absolute path, which is accepted only where the project "
+                "root is known (here it is not); give it relative to the project root, such as "
+                "'src/billing/'"
             )
         rel = relative_path(cleaned, root)
         if rel is None:

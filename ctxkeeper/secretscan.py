@@ -6,6 +6,7 @@ import base64
 import json
 import math
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -497,13 +498,40 @@ _RULES: Final[tuple[_Rule, ...]] = (
 )
 
 
+# Characters that do not show and so can split a token without a reader noticing: format
+# characters (zero-width space, joiners, soft hyphen, bidi controls), combining marks, controls
+# other than whitespace, private use and unassigned code points.
+_HIDDEN_CATEGORIES: Final = frozenset({"Cf", "Mn", "Me", "Cc", "Co", "Cn", "Cs"})
+
+
+def _visible(text: str) -> str:
+    # Compatibility decomposition folds full-width letters (U+FF47 "g") onto the ASCII a rule
+    # looks for and splits accented letters, so a combining mark glued on (Y + U+0301) drops off.
+    normal = unicodedata.normalize("NFKD", text)
+    return "".join(
+        char
+        for char in normal
+        if char.isspace() or unicodedata.category(char) not in _HIDDEN_CATEGORIES
+    )
+
+
 def find_secret(text: str) -> str | None:
     """Return the kind of the first secret-shaped string in text, or None.
 
     The kind is a short name such as ``"AWS access key id"``. Rules are tried from the most
     specific to the most general, so the kind names the vendor whenever a vendor prefix is
-    present. The matched value itself is never returned.
+    present. The matched value itself is never returned. Text holding characters that do not
+    show (a token split by a zero-width space) is scanned a second time without them.
     """
+    kind = _find_in(text)
+    if kind is None and not (text.isascii() and text.isprintable()):
+        visible = _visible(text)
+        if visible != text:
+            kind = _find_in(visible)
+    return kind
+
+
+def _find_in(text: str) -> str | None:
     lowered = text.lower()
     for rule in _RULES:
         if not any(hint in lowered for hint in rule.hints):

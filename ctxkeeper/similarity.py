@@ -10,7 +10,7 @@ from typing import Final, Literal, NamedTuple, TypedDict
 from ctxkeeper.errors import UsageError
 from ctxkeeper.model import LIVE_STATUSES, TOMBSTONE_STATUSES
 from ctxkeeper.scope import normalize_scope, scope_covers
-from ctxkeeper.text import NEGATION, fingerprint, stem, terms, tokenize
+from ctxkeeper.text import NEGATION, STOPWORDS, comparable, fingerprint, stem, terms, tokenize
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,6 +24,7 @@ __all__ = [
     "Label",
     "SimilarEntry",
     "classify",
+    "different_choice",
     "entry_text",
     "matching_tombstone",
     "polarity_conflict",
@@ -31,6 +32,7 @@ __all__ = [
     "similar_entries",
     "similarity",
     "statement",
+    "tombstone_score",
 ]
 
 Label = Literal["likely_restatement", "likely_contradiction"]
@@ -73,15 +75,21 @@ _Features = tuple[frozenset[str], frozenset[str]]
 _FEATURE_CACHE_MAX: Final = 65_536
 
 
+# Cached: every write compares against every stored entry, whose texts rarely change.
+_comparable = lru_cache(maxsize=_FEATURE_CACHE_MAX)(comparable)
+
+
 def _field_text(entry: Mapping[str, object], fields: Sequence[str]) -> str:
     values = (entry.get(field) for field in fields)
-    return ". ".join(value for value in values if isinstance(value, str) and value)
+    return ". ".join(_comparable(value) for value in values if isinstance(value, str) and value)
 
 
 def statement(entry: Mapping[str, object]) -> str:
     """Return the text of the fields that define the entry, which polarity is read from.
 
-    Decision: summary; constraint: rule; pipeline: name and purpose.
+    Decision: summary; constraint: rule; pipeline: name and purpose. The text is in its
+    comparable form (:func:`ctxkeeper.text.comparable`): look-alike letters, invisible
+    characters and shorthands such as "w/o" cannot hide a restatement.
     """
     return _field_text(entry, _PRIMARY.get(str(entry.get("kind")), ()))
 
@@ -203,12 +211,19 @@ _SOFT: Final = frozenset({"may", "optional", "optionally"})
 # contrast (", not by tag", "and never on weekends"), and "instead of" / "rather than", which
 # open a clause naming the rejected alternative. A plain list comma stays inside its clause.
 _CLAUSE_BREAK: Final = re.compile(
-    r"[;:.!?()\u2013\u2014]+|\s-{1,2}\s"
+    r"[;:.!?]+(?=\s|$)|[()\u2013\u2014]+|\s-{1,2}\s"
     r"|\b(?:but|so|because|unless|otherwise|although|whereas)\b"
     r"|(?:,\s*|\band\s+)(?=(?:not|never|but|except)\b)"
     r"|(?=\b(?:instead\s+of|rather\s+than)\b)"
 )
 _ALTERNATIVE: Final = ("instead", "rather")
+# A short clause opened by one of these and ended by a comma is a fronted condition of the
+# next one: "Without a key, never call X" is one prohibition, as "Never call X without a key".
+_FRONTED: Final = frozenset(
+    {"without", "with", "before", "after", "when", "whenever", "if", "during", "for", "in", "on"}
+    | {"once", "while", "until", "outside", "inside", "within"}
+)
+_FRONTED_MAX_TOKENS: Final = 8
 
 
 # Quantities, so that "at most three retries" and "up to 3 retries" agree while "at most
@@ -251,10 +266,34 @@ def _number(token: str) -> str:
     return _NUMBER_WORDS.get(token, "")
 
 
+def _parts(text: str) -> list[str]:
+    """Split text into clauses, folding a fronted condition into the clause it conditions."""
+    parts: list[str] = []
+    pending = ""
+    start = 0
+    for match in _CLAUSE_BREAK.finditer(text):
+        part = text[start : match.start()]
+        tokens = tokenize(part)
+        if (
+            tokens
+            and tokens[0] in _FRONTED
+            and len(tokens) <= _FRONTED_MAX_TOKENS
+            and not _HARD.intersection(tokens)
+            and match.group().strip() in (",", "")
+        ):
+            pending += part + " "
+        else:
+            parts.append(pending + part)
+            pending = ""
+        start = match.end()
+    parts.append(pending + text[start:])
+    return parts
+
+
 @lru_cache(maxsize=4_096)
 def _clauses(text: str) -> tuple[_Clause, ...]:
     clauses = []
-    for part in _CLAUSE_BREAK.split(text.lower()):
+    for part in _parts(text.lower()):
         tokens = tokenize(part)
         if not tokens:
             continue
@@ -327,18 +366,196 @@ def polarity_conflict(a_text: str, b_text: str) -> bool:
     return opposed_ab + opposed_ba > agreed_ab + agreed_ba
 
 
+# ---------------------------------------------------------------------- typos and choices
+
+# Words that mean something different from their near-spellings ("sync"/"async", "mysql"/
+# "mssql"): never treated as a typo of one another.
+_TECH_LIST: Final = """
+    redis memcached valkey postgres postgresql mysql mariadb mssql sqlite oracle mongodb mongo
+    cassandra dynamodb couchdb elasticsearch opensearch solr kafka rabbitmq nats sqs sns pubsub
+    kinesis celery sidekiq resque airflow dagster prefect temporal docker podman kubernetes k8s
+    nomad helm terraform pulumi ansible chef puppet nginx apache caddy envoy haproxy traefik
+    istio linkerd grpc trpc graphql rest soap json yaml toml xml protobuf avro thrift msgpack
+    http https http2 http3 tcp udp quic websocket websockets sse react vue svelte angular solid
+    preact django flask fastapi rails laravel express nestjs nextjs nuxt remix spring gin
+    sqlalchemy prisma sequelize typeorm drizzle hibernate pytest unittest jest vitest mocha
+    cypress playwright selenium webpack vite esbuild rollup parcel turbopack babel swc tsc
+    black ruff flake8 pylint mypy pyright prettier eslint biome gofmt rustfmt clippy npm yarn
+    pnpm bun deno node pip poetry uv conda pipenv maven gradle bazel make cmake ninja s3 gcs
+    azure gcp aws heroku vercel netlify fly cloudflare fastly akamai datadog sentry grafana
+    prometheus honeycomb newrelic splunk loki jaeger zipkin github gitlab bitbucket jenkins
+    circleci travis buildkite argo argocd flux spinnaker stripe braintree adyen paypal twilio
+    sendgrid mailgun postmark okta auth0 keycloak cognito jwt oauth saml ldap vault sops
+    staging production prod dev development qa uat test testing sandbox canary preview local
+    demo beta alpha nightly weekly daily hourly monthly blue green primary replica
+"""
+_TECH: Final = frozenset(_TECH_LIST.split())
+# Short names of one choice that are not spelled inside the long one.
+_ALIASES: Final = MappingProxyType(
+    {
+        "k8s": "kubernetes",
+        "js": "javascript",
+        "ts": "typescript",
+        "golang": "go",
+        "psql": "postgres",
+    }
+)
+_TYPO_MIN_LENGTH: Final = 5
+_NEGATOR_TARGETS: Final = frozenset({"never", "without", "cannot"})
+_TYPO_CANDIDATES_MIN_SCORE: Final = 0.35
+_WORD: Final = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+# Tokens joined into one name: "deploy-staging", "acme_releases", "eu-west-1", "app.config".
+_COMPOUND: Final = re.compile(r"[^\W_]+(?:[-_./][^\W_]+)+")
+_SENTENCE_START: Final = re.compile(r"(?:^|[.;:!?]\s+|\n)\W*([^\W_]+)")
+
+
+def _within_one_edit(a: str, b: str, limit: int) -> bool:
+    """True when a and b are at most ``limit`` insertions, deletions, substitutions or swaps apart."""
+    if abs(len(a) - len(b)) > limit:
+        return False
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, char_a in enumerate(a, start=1):
+        current = [i] + [0] * len(b)
+        for j, char_b in enumerate(b, start=1):
+            cost = int(char_a != char_b)
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if i > 1 and j > 1 and char_a == b[j - 2] and a[i - 2] == char_b:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        if min(current) > limit:
+            return False
+        previous2, previous = previous, current
+    return previous[-1] <= limit
+
+
+def _protected(token: str) -> bool:
+    return token in _TECH or token in _NEGATORS or stem(token) in _SIDES or bool(_number(token))
+
+
+def _typo_of(token: str, vocabulary: frozenset[str]) -> str | None:
+    """The word of ``vocabulary`` that ``token`` is an obvious misspelling of, if exactly one."""
+    if token in vocabulary or not token.isalpha() or _protected(token):
+        return None
+    matches = set()
+    for word in vocabulary:
+        if word[:1] != token[:1] or not word.isalpha():
+            continue
+        long_enough = min(len(word), len(token)) >= _TYPO_MIN_LENGTH or (
+            word in _NEGATOR_TARGETS and len(token) >= len(word) - 1
+        )
+        if not long_enough or (_protected(word) and word not in _NEGATOR_TARGETS | _TECH):
+            continue
+        if _within_one_edit(token, word, 1):
+            matches.add(word)
+    return matches.pop() if len(matches) == 1 else None
+
+
+@lru_cache(maxsize=_FEATURE_CACHE_MAX)
+def _vocabulary(text: str) -> frozenset[str]:
+    return frozenset(_WORD.findall(text.lower()))
+
+
+def _spelled_like(entry: Mapping[str, object], other: Mapping[str, object]) -> dict[str, object]:
+    """``entry`` with each obvious misspelling of a word of ``other`` replaced by that word."""
+    vocabulary = _vocabulary(entry_text(other))
+    fields = (
+        *_PRIMARY.get(str(entry.get("kind")), ()),
+        *_SECONDARY.get(str(entry.get("kind")), ()),
+    )
+    fixed: dict[str, object] = dict(entry)
+    for field in fields:
+        value = entry.get(field)
+        if not isinstance(value, str):
+            continue
+
+        def repair(match: re.Match[str]) -> str:
+            word = match.group()
+            return _typo_of(word.lower(), vocabulary) or word
+
+        fixed[field] = _WORD.sub(repair, _comparable(value))
+    return fixed
+
+
+def _slot_terms(entry: Mapping[str, object]) -> tuple[frozenset[str], dict[str, str]]:
+    """The primary field's terms, and those of them that name a choice, with their spelling.
+
+    A term names a choice (a technology, a target, an environment, a version) when its word is
+    capitalised mid-sentence ("Redis", "SQLAlchemy"), holds a digit ("3.12", "eu-west-1"), is
+    part of a joined name ("acme-releases", itself a term too), is a known technology or
+    environment word, or belongs to a pipeline's name.
+    """
+    text = statement(entry)
+    starts = {match.group(1) for match in _SENTENCE_START.finditer(text)}
+    compounds = _COMPOUND.findall(text)
+    joined = {word for name in compounds for word in _WORD.findall(name)}
+    name = entry.get("name") if entry.get("kind") == "pipeline" else None
+    named = set(_WORD.findall(name.lower())) if isinstance(name, str) else set()
+    # A joined name is also a term of its own: "acme-dist" and "acme-releases" differ even
+    # when "release" occurs elsewhere in the statement.
+    slots = {name.lower(): _squeezed(name) for name in compounds}
+    all_terms = set(slots)
+    for word in _WORD.findall(text):
+        lower = _ALIASES.get(word.lower(), word.lower())
+        if lower in STOPWORDS or lower in _NEGATORS:
+            continue
+        term = _number(lower) or stem(lower.replace("'", ""))
+        all_terms.add(term)
+        if (
+            (word not in starts and any(char.isupper() for char in word))
+            or any(char.isdigit() for char in word)
+            or word in joined
+            or lower in _TECH
+            or lower in named
+        ):
+            slots[term] = _squeezed(lower)
+    return frozenset(all_terms), slots
+
+
+def _squeezed(text: str) -> str:
+    return "".join(_WORD.findall(text.lower()))
+
+
+def different_choice(a: Mapping[str, object], b: Mapping[str, object]) -> bool:
+    """Return True when two otherwise close entries name a different choice in the same slot.
+
+    "Use Memcached for the session cache" after "Use Redis for the session cache"; pipeline
+    ``deploy-production`` after ``deploy-staging``: each primary field has a choice-naming term
+    the other lacks (see :func:`_slot_terms`). A term added on one side only ("the payment
+    provider (Stripe)") is a refinement, not a different choice.
+    """
+    terms_a, slots_a = _slot_terms(a)
+    terms_b, slots_b = _slot_terms(b)
+    squeezed_a, squeezed_b = _squeezed(statement(a)), _squeezed(statement(b))
+
+    def new_choice(slots: dict[str, str], other: Mapping[str, object]) -> bool:
+        # Spelled inside the other statement ("RabbitMQ" / "Rabbit MQ", "prod" / "production")
+        # or one typo away from one of its words ("anonymised" / "anonymized") is the same
+        # choice written differently.
+        other_terms, other_text = (terms_b, squeezed_b) if other is b else (terms_a, squeezed_a)
+        vocabulary = _vocabulary(statement(other))
+        return any(
+            term not in other_terms
+            and spelling not in other_text
+            and _typo_of(spelling, vocabulary) is None
+            for term, spelling in slots.items()
+        )
+
+    return new_choice(slots_a, b) and new_choice(slots_b, a)
+
+
 # -------------------------------------------------------------------------------- verdicts
 
 
 def classify(a: Mapping[str, object], b: Mapping[str, object], score: float) -> Label | None:
     """Label a pair whose similarity is ``score``: a restatement, a contradiction, or neither.
 
-    Opposite polarity on a shared topic (score at least :data:`SIMILAR_THRESHOLD`) is a
-    likely contradiction; otherwise a score at the tombstone bar is a likely restatement.
+    Opposite polarity on a shared topic (score at least :data:`SIMILAR_THRESHOLD`), or a
+    different choice in the same slot (:func:`different_choice`), is a likely contradiction;
+    otherwise a score at the tombstone bar is a likely restatement.
     """
     if score < SIMILAR_THRESHOLD:
         return None
-    if polarity_conflict(statement(a), statement(b)):
+    if polarity_conflict(statement(a), statement(b)) or different_choice(a, b):
         return "likely_contradiction"
     if score >= RESTATEMENT_THRESHOLD:
         return "likely_restatement"
@@ -387,27 +604,27 @@ def matching_tombstone(
     when no entry of the candidate's kind matches, since a rejected decision restated as a
     constraint is still the rejected content.
 
+    Texts are compared in their comparable form (look-alike letters, invisible characters and
+    "w/o" undone), and a candidate word that is an obvious misspelling of a tombstone word
+    counts as that word, so none of these hides a restatement.
+
     A candidate of opposite polarity to the tombstone (tombstone "never use X", candidate
     "always use X") is *not* a match: retiring a rule is usually the very reason its reversal
-    is being recorded, and refusing it would keep the retired rule alive. Such a pair still
-    shows up in :func:`similar_entries` labelled ``likely_contradiction``, next to the
-    tombstone's id, for the writer and the reviewer to see.
+    is being recorded, and refusing it would keep the retired rule alive. Nor is a successor
+    that names a different choice in the same slot (:func:`different_choice`: Memcached
+    after a retired Redis). Such pairs still show up in :func:`similar_entries` labelled
+    ``likely_contradiction``, next to the tombstone's id, for the writer and the reviewer.
     """
     kind = candidate.get("kind")
     own = _entry_features(candidate)
-    own_text = statement(candidate)
-    own_print = fingerprint(own_text)
+    own_print = fingerprint(statement(candidate))
     best: dict[bool, tuple[float, Mapping[str, object]]] = {}
     for entry in stored:
         if entry.get("status") not in TOMBSTONE_STATUSES:
             continue
-        text = statement(entry)
-        if text and _fingerprint(text) == own_print:
-            score = 1.0
-        else:
-            score = _score(own, _entry_features(entry))
-            if score < TOMBSTONE_THRESHOLD or polarity_conflict(own_text, text):
-                continue
+        score = _tombstone_score(candidate, own, own_print, entry)
+        if score is None:
+            continue
         same_kind = entry.get("kind") == kind
         if same_kind not in best or score > best[same_kind][0]:
             best[same_kind] = (score, entry)
@@ -416,6 +633,53 @@ def matching_tombstone(
             score, entry = best[same_kind]
             return entry, score
     return None
+
+
+def tombstone_score(
+    candidate: Mapping[str, object], tombstone: Mapping[str, object]
+) -> float | None:
+    """Return how strongly the candidate re-asserts the tombstone; None when it does not.
+
+    None for a reversal or a different choice (the tombstone's successor), whatever the
+    score; otherwise the similarity after obvious misspellings of the tombstone's words are
+    read as those words (1.0 for the same fingerprint). The caller compares it with
+    :data:`TOMBSTONE_THRESHOLD`; :func:`matching_tombstone` does.
+    """
+    return _tombstone_score(
+        candidate,
+        _entry_features(candidate),
+        fingerprint(statement(candidate)),
+        tombstone,
+        threshold=0.0,
+    )
+
+
+def _tombstone_score(
+    candidate: Mapping[str, object],
+    own: tuple[_Features, _Features | None],
+    own_print: str,
+    entry: Mapping[str, object],
+    *,
+    threshold: float = TOMBSTONE_THRESHOLD,
+) -> float | None:
+    text = statement(entry)
+    if text and _fingerprint(text) == own_print:
+        return 1.0
+    score = _score(own, _entry_features(entry))
+    if score < min(threshold, _TYPO_CANDIDATES_MIN_SCORE):
+        return None
+    # Typos only ever make a restatement look less like its tombstone: read them as meant.
+    fixed = _spelled_like(candidate, entry)
+    fixed_text = statement(fixed)
+    if fixed_text != statement(candidate):
+        if text and _fingerprint(text) == fingerprint(fixed_text):
+            return 1.0
+        score = max(score, _score(_entry_features(fixed), _entry_features(entry)))
+    if score < threshold:
+        return None
+    if polarity_conflict(fixed_text, text) or different_choice(fixed, entry):
+        return None
+    return score
 
 
 def _canonical_scopes(value: object) -> list[str]:

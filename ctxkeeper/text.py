@@ -9,7 +9,18 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Final
 
-__all__ = ["NEGATION", "STOPWORDS", "fingerprint", "stem", "terms", "tokenize"]
+__all__ = [
+    "NEGATION",
+    "STOPWORDS",
+    "comparable",
+    "fingerprint",
+    "forbidden_control",
+    "readable",
+    "readable_length",
+    "stem",
+    "terms",
+    "tokenize",
+]
 
 # Letters and digits, with inner apostrophes kept so "don't" stays one detectable token.
 # `_` is a word character for `\w` but a separator for us (snake_case names split into words).
@@ -186,3 +197,107 @@ def fingerprint(text: str) -> str:
     """
     normal = unicodedata.normalize("NFKC", text)
     return " ".join(stem(token.replace("'", "")) for token in tokenize(normal))
+
+
+# ------------------------------------------------------------------------ what a reader reads
+
+# Categories a reader never sees as a character: format characters (zero-width space and
+# joiner, soft hyphen, bidirectional controls), controls, surrogates, private use, unassigned,
+# and combining marks (which decorate the character before them instead of adding one).
+_UNSEEN_CATEGORIES: Final = frozenset({"Cf", "Cc", "Cs", "Co", "Cn", "Mn", "Me"})
+# Letters and symbols that render as blank space although Unicode files them elsewhere.
+_BLANK_LOOKING: Final = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+_PUNCTUATION_RUN: Final = re.compile(r"([^\w\s])[^\w\s]+")
+_LETTER_RUN: Final = re.compile(r"([^\W\d_])\1{3,}")
+_REPEATED_WORD: Final = re.compile(r"\b(\w+)(?:\s+\1\b)+", re.IGNORECASE)
+
+
+def _seen(char: str) -> bool:
+    if char.isspace():
+        return True
+    return unicodedata.category(char) not in _UNSEEN_CATEGORIES and char not in _BLANK_LOOKING
+
+
+def readable(text: str) -> str:
+    """Return text as a reader reads it, the form a floor is measured on.
+
+    NFKC; invisible characters (format, control and private-use characters, combining marks,
+    blank-looking fillers) dropped; each whitespace run one space, none at the ends; each run of
+    punctuation or symbols one character ("!!!!" and "...." count once); a letter repeated
+    more than three times in a row counted three times; a word repeated back to back counted
+    once ("very very very" is "very").
+    """
+    normal = unicodedata.normalize("NFKC", text)
+    if not normal.isascii() or not normal.isprintable():
+        normal = "".join(char for char in normal if _seen(char))
+    normal = " ".join(normal.split())
+    normal = _PUNCTUATION_RUN.sub(r"\1", normal)
+    normal = _LETTER_RUN.sub(r"\1\1\1", normal)
+    return _REPEATED_WORD.sub(r"\1", normal)
+
+
+def readable_length(text: str) -> int:
+    """Return the number of characters a reader reads in text (see :func:`readable`)."""
+    return len(readable(text))
+
+
+# Bidirectional embeddings, overrides and isolates reorder what a terminal shows, so a stored
+# rule can display as a different one; the marks (LRM, RLM, ALM) are refused with them.
+_BIDI_CONTROLS: Final = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+_LINE_SEPARATORS: Final = frozenset("\u2028\u2029")
+
+
+def forbidden_control(text: str, *, multiline: bool) -> str | None:
+    """Return the first character of text a stored field may not hold, or None.
+
+    Control characters (C0, DEL, C1: ESC, CR, NUL, BEL...) and bidirectional controls are
+    refused everywhere, and so are the Unicode line and paragraph separators (terminals do not
+    agree on how to show them); newline and tab are allowed in multi-line prose fields only.
+    """
+    if text.isascii() and text.isprintable():
+        return None
+    for char in text:
+        if char in _BIDI_CONTROLS or char in _LINE_SEPARATORS:
+            return char
+        if char in "\n\t":
+            if not multiline:
+                return char
+        elif unicodedata.category(char) == "Cc":
+            return char
+    return None
+
+
+# --------------------------------------------------------------------- comparison (tombstones)
+
+# Cyrillic and Greek letters drawn like Latin ones: a rule retyped with U+0440 for "p" reads the
+# same to a person, so it must compare the same.
+_HOMOGLYPHS: Final = str.maketrans(
+    "\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0456\u0458\u0455\u0501\u051b\u051d\u04bb"
+    "\u04cf\u0410\u0412\u0415\u041a\u041c\u041d\u041e\u0420\u0421\u0422\u0425\u0423\u0406"
+    "\u0408\u0405\u03bf\u03b1\u03bd\u03b9\u03ba\u03c1\u03c5\u03c7\u0391\u0392\u0395\u0396"
+    "\u0397\u0399\u039a\u039c\u039d\u039f\u03a1\u03a4\u03a5\u03a7",
+    "aeopcyxijsdqwhlABEKMHOPCTXYIJSoavikpuxABEZHIKMNOPTYX",
+)
+# Shorthands that hide a negation or a preposition from the tokenizer ("w/o" is "w", "o").
+_SHORTHANDS: Final = (
+    (re.compile(r"\bw/o\b", re.IGNORECASE), "without"),
+    (re.compile(r"\bw/(?=\s)", re.IGNORECASE), "with"),
+    (re.compile(r"\bb/c\b", re.IGNORECASE), "because"),
+)
+
+
+def comparable(text: str) -> str:
+    """Return text with what hides a restatement undone, for comparing two statements.
+
+    NFKC; invisible characters dropped; Cyrillic and Greek look-alikes mapped to the Latin
+    letters they imitate; "w/o", "w/" and "b/c" spelled out. Case and words are kept.
+    """
+    normal = unicodedata.normalize("NFKC", text)
+    if not normal.isascii():
+        normal = "".join(char for char in normal if _seen(char)).translate(_HOMOGLYPHS)
+    if "/" in normal:
+        for pattern, replacement in _SHORTHANDS:
+            normal = pattern.sub(replacement, normal)
+    return normal

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Final
 
 from ctxkeeper import render
+from ctxkeeper.model import ITEM_MAX, LIST_MAX, TEXT_MAX
 from ctxkeeper.tooldef import ToolResult, ToolSpec
 
 TYPE_CHECKING = False
@@ -22,7 +23,8 @@ if TYPE_CHECKING:
 #: Largest structured result a tool returns, in serialized characters. The text rendering
 #: doubles it, and Claude Code refuses output over 25,000 tokens (mcp.md §15).
 MAX_STRUCTURED_CHARS: Final = 30_000
-_TEXT_MAX: Final = 20_000
+# One maximum for every door: the model refuses longer fields from the CLI too.
+_TEXT_MAX: Final = TEXT_MAX
 
 _STR: Final[JSONObject] = {"type": "string", "maxLength": _TEXT_MAX}
 _ID: Final[JSONObject] = {"type": "string", "pattern": "^(dec|con|pip)-[0-9]{3,}-[0-9a-f]{4}$"}
@@ -38,10 +40,10 @@ _STATUS: Final[JSONObject] = {
 }
 
 
-def _strings(item: JSONObject | None = None, most: int = 50) -> JSONObject:
+def _strings(item: JSONObject | None = None, most: int = LIST_MAX) -> JSONObject:
     return {
         "type": "array",
-        "items": item or {"type": "string", "maxLength": 2000},
+        "items": item or {"type": "string", "maxLength": ITEM_MAX},
         "maxItems": most,
     }
 
@@ -199,6 +201,7 @@ def _record(store: Store, args: JSONObject) -> ToolResult:
         for item in _dicts(result.get("similar_entries"))
     )
     lines.extend(f"superseded {old}" for old in _dicts_or_ids(result.get("superseded")))
+    lines.extend(f"note: {note}" for note in _dicts_or_ids(result.get("notes")))
     lines.extend(
         f"pending: superseding {item['id']} awaits a person (change {item['change']}); "
         f"{item['id']} is unchanged and stays in force until they approve {result['id']}"

@@ -8,9 +8,16 @@ from typing import Final
 from ctxkeeper import times
 from ctxkeeper.capture import check_candidate
 from ctxkeeper.changes import needs_review, pending_changes, propose
-from ctxkeeper.errors import StateError, UsageError
+from ctxkeeper.errors import (
+    ControlCharacterError,
+    SecretDetectedError,
+    StateError,
+    TooLongError,
+    UsageError,
+)
 from ctxkeeper.model import (
     LIVE_STATUSES,
+    TEXT_MAX,
     TOMBSTONE_STATUSES,
     check_id,
     check_kind,
@@ -18,6 +25,8 @@ from ctxkeeper.model import (
     new_entry,
     ordered,
 )
+from ctxkeeper.secretscan import find_secret
+from ctxkeeper.text import forbidden_control, readable_length
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -45,12 +54,26 @@ def agent_actor(session_id: str | None = None) -> JSONObject:
 
 
 def _require_reason(reason: object, floor: int, verb: str) -> str:
+    """The reason of an update or deprecation, held to the same rules as an entry's prose.
+
+    Measured as read, capped, free of control characters and secret-shaped strings: it is
+    journaled, shown in every history, and echoed by the tombstone it makes.
+    """
     text = reason.strip() if isinstance(reason, str) else ""
-    if len(text) < floor:
+    if len(text) > TEXT_MAX:
+        raise TooLongError("reason", len(text), TEXT_MAX)
+    char = forbidden_control(text, multiline=True)
+    if char is not None:
+        raise ControlCharacterError("reason", char)
+    length = readable_length(text)
+    if length < floor:
         raise UsageError(
-            f"{verb} needs a reason of at least {floor} characters (got {len(text)}): "
-            "say why, for whoever reads the history later"
+            f"{verb} needs a reason of at least {floor} characters (got {length}, counted as "
+            "read): say why, for whoever reads the history later"
         )
+    secret_kind = find_secret(text)
+    if secret_kind is not None:
+        raise SecretDetectedError("reason", secret_kind)
     return text
 
 
@@ -100,7 +123,12 @@ def record_entry(
                     "superseded"
                 )
         clean, report = check_candidate(
-            kind, fields, tx.entries.values(), floors=tx.config.floors, exclude=old_ids
+            kind,
+            fields,
+            tx.entries.values(),
+            floors=tx.config.floors,
+            exclude=old_ids,
+            root=store.root,
         )
         entry_id = tx.new_id(kind)
         entry = new_entry(
@@ -145,6 +173,7 @@ def record_entry(
         "pending_supersession": pending,
         "pending": bool(pending),
         "possible_supersession": [i for i in report.possible_supersession if i not in old_ids],
+        "notes": list(report.notes),
     }
 
 
@@ -178,7 +207,12 @@ def update_entry(
         kind = str(current["kind"])
         merged = {**editable_view(current), **updates}
         clean, report = check_candidate(
-            kind, merged, tx.entries.values(), floors=tx.config.floors, exclude=[entry_id]
+            kind,
+            merged,
+            tx.entries.values(),
+            floors=tx.config.floors,
+            exclude=[entry_id],
+            root=store.root,
         )
         changed = sorted(field for field, value in clean.items() if current.get(field) != value)
         if not changed:
@@ -202,6 +236,7 @@ def update_entry(
         "entry": after,
         "revision": _revision(after),
         "similar_entries": list(report.similar_entries),
+        "notes": list(report.notes),
     }
 
 

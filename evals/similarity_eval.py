@@ -14,7 +14,6 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from ctxkeeper import similarity as sim
-from ctxkeeper.text import fingerprint
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -39,14 +38,16 @@ class Pair:
         self.a, self.b, self.label = a, b, label
         self.split = str(row.get("split", "dev"))
         self.score = sim.similarity(a, b)
-        self.conflict = sim.polarity_conflict(sim.statement(a), sim.statement(b))
-        self.same_print = fingerprint(sim.statement(a)) == fingerprint(sim.statement(b))
+        # classify()'s rule: opposite polarity or a different choice in the same slot.
+        self.conflict = sim.polarity_conflict(
+            sim.statement(a), sim.statement(b)
+        ) or sim.different_choice(a, b)
+        # matching_tombstone()'s rule, threshold left to the sweep (typos read as meant).
+        self.tomb_score = sim.tombstone_score(b, a)
 
     def tombstoned(self, threshold: float) -> bool:
         """Would ``b`` be refused if ``a`` were a tombstone (matching_tombstone's rule)?"""
-        if self.same_print:
-            return True
-        return self.score >= threshold and not self.conflict
+        return self.tomb_score is not None and self.tomb_score >= threshold
 
     def label_at(self, similar: float, restatement: float) -> str | None:
         """classify()'s rule with the thresholds as parameters."""
@@ -205,9 +206,51 @@ def report(pairs: Sequence[Pair], *, with_bench: bool) -> str:
     return "\n".join(out)
 
 
+TOMBSTONE_DEV = Path(__file__).resolve().parent / "similarity" / "tombstones_dev.jsonl"
+HELDOUT = Path(__file__).resolve().parent / "similarity" / "heldout_tombstones.jsonl"
+
+
+def tombstone_report(path: Path) -> str:
+    """Both directions on ``{"tombstone", "candidate", "expected", "category"}`` lines.
+
+    Each tombstone is stored as a deprecated entry and the candidate is checked against it with
+    :func:`ctxkeeper.similarity.matching_tombstone`, the function ``record_entry`` uses.
+    """
+    rows: list[tuple[str, str, bool, str]] = []
+    with path.open(encoding="utf-8") as file:
+        for number, line in enumerate(file, start=1):
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            tombstone = {**row["tombstone"], "id": "con-001-aaaa", "status": "deprecated"}
+            refused = sim.matching_tombstone(row["candidate"], [tombstone]) is not None
+            note = str(row.get("note", ""))
+            rows.append((str(row["expected"]), str(row.get("category", "?")), refused, note))
+            rows[-1] = (*rows[-1][:3], f"line {number}: {note}")
+    out = [f"{len(rows)} pairs from {path.name}", ""]
+    for expected, verb in (("refuse", "refused"), ("accept", "accepted")):
+        mine = [r for r in rows if r[0] == expected]
+        good = [r for r in mine if r[2] == (expected == "refuse")]
+        out.append(
+            f"- expected {expected}: {len(good)}/{len(mine)} {verb} ({_rate(r in good for r in mine)})"
+        )
+    out += ["", "| expected | category | pairs | right | rate |", "|---|---|---|---|---|"]
+    for expected, category in sorted({(r[0], r[1]) for r in rows}):
+        mine = [r for r in rows if r[0] == expected and r[1] == category]
+        right = [r for r in mine if r[2] == (expected == "refuse")]
+        out.append(
+            f"| {expected} | {category} | {len(mine)} | {len(right)} | "
+            f"{_rate(r in right for r in mine)} |"
+        )
+    wrong = [r for r in rows if r[2] != (r[0] == "refuse")]
+    out += ["", "Wrong:", *(f"- {r[0]} {r[1]}, {r[3]}" for r in wrong), ""]
+    return "\n".join(out)
+
+
 class _Args(argparse.Namespace):
     pairs: Path
     no_bench: bool
+    tombstones: Path | None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -215,7 +258,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pairs", type=Path, default=PAIRS)
     parser.add_argument("--no-bench", action="store_true")
+    parser.add_argument(
+        "--tombstones",
+        type=Path,
+        help="measure refusals and acceptances on tombstone/candidate pairs instead, e.g. "
+        f"{TOMBSTONE_DEV.relative_to(ROOT)} or {HELDOUT.relative_to(ROOT)}",
+    )
     args = parser.parse_args(argv, _Args())
+    if args.tombstones is not None:
+        print(tombstone_report(args.tombstones))
+        return 0
     print(report(load(args.pairs), with_bench=not args.no_bench))
     return 0
 

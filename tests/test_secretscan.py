@@ -12,8 +12,19 @@ import uuid
 
 import pytest
 
-from ctxkeeper.errors import SecretDetectedError
+from ctxkeeper.capture import check_candidate
+from ctxkeeper.errors import PreviouslyRejectedError, SecretDetectedError
+from ctxkeeper.model import contract_floors
 from ctxkeeper.secretscan import check_fields, find_secret, scan_fields
+from ctxkeeper.verbs import deprecate_entry, record_entry, update_entry, user_actor
+from tests.conftest import constraint_fields, snapshot_dir
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ctxkeeper._types import JSONValue
+    from ctxkeeper.store import Store
+
+FLOORS = contract_floors()
 
 # No complete secret is written as a literal here (push protection and scanners would flag the
 # repository): every positive is assembled at import time from a prefix and seeded random text.
@@ -478,3 +489,81 @@ class TestCheckFields:
         assert secret not in message
         assert info.value.field == "steps[1]"
         assert info.value.secret_kind == "password assignment"
+
+
+def _split(token: str, joiner: str) -> str:
+    """The token with an invisible character after every fourth character."""
+    return joiner.join(token[i : i + 4] for i in range(0, len(token), 4))
+
+
+class TestHiddenCharacters:
+    @pytest.mark.parametrize(
+        "joiner",
+        [
+            pytest.param("\u200b", id="zero-width-space"),
+            pytest.param("\u200d", id="zero-width-joiner"),
+            pytest.param("\u00ad", id="soft-hyphen"),
+            pytest.param("\u2060", id="word-joiner"),
+            pytest.param("\ufeff", id="byte-order-mark"),
+            pytest.param("\u0301", id="combining-mark"),
+        ],
+    )
+    def test_token_split_by_invisible_characters(self, joiner: str) -> None:
+        hidden = f"the CI token is {_split(_GITHUB_PAT, joiner)} for now"
+        assert find_secret(hidden) == "GitHub token"
+        # The control: the same split applied to a documentation filler is still a filler.
+        filler = "gh" + "p_" + "x" * 36
+        assert find_secret(f"the CI token is {_split(filler, joiner)} for now") is None
+
+    def test_full_width_token(self) -> None:
+        wide = "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in _GITHUB_PAT)
+        assert find_secret(f"token {wide}") == "GitHub token"
+        assert find_secret("token \uff47\uff48\uff50") is None
+
+
+class TestReasons:
+    """Reasons of update_entry and deprecate_entry are journaled and echoed: scanned too."""
+
+    @pytest.mark.parametrize("verb", ["deprecate", "update"])
+    def test_secret_in_reason_is_refused(self, store: Store, verb: str) -> None:
+        recorded = record_entry(store, "constraint", constraint_fields(), actor=user_actor())
+        entry_id = str(recorded["id"])
+        before = snapshot_dir(store.dir)
+        secret = _split(_GITHUB_PAT, "\u200b")
+        reason = f"Rotated the deploy credential, the old one was {secret}"
+
+        def write() -> object:
+            if verb == "deprecate":
+                return deprecate_entry(store, entry_id, reason, actor=user_actor())
+            return update_entry(store, entry_id, {"hardness": "soft"}, reason, actor=user_actor())
+
+        with pytest.raises(SecretDetectedError) as info:
+            write()
+        assert info.value.field == "reason"
+        assert "GitHub token" in str(info.value)
+        assert _GITHUB_PAT[4:12] not in str(info.value)
+        assert snapshot_dir(store.dir) == before
+        # The control: a reason that only says where the secret lives is accepted.
+        done = deprecate_entry(
+            store, entry_id, "Rotated the credential; it lives in the vault now", actor=user_actor()
+        )
+        assert done["entry"]["status"] == "deprecated"  # type: ignore[index,call-overload]
+
+    def test_tombstone_reason_is_withheld_when_secret_shaped(self) -> None:
+        secret_reason = f"superseded, use GITHUB_TOKEN={_GITHUB_PAT} from now on"
+        plain_reason = "retired because the provider now deduplicates charges itself"
+        for reason, shown in ((secret_reason, False), (plain_reason, True)):
+            tombstone: dict[str, JSONValue] = {
+                "id": "con-001-abcd",
+                "kind": "constraint",
+                "status": "deprecated",
+                "status_reason": reason,
+                "rule": str(constraint_fields()["rule"]),
+            }
+            with pytest.raises(PreviouslyRejectedError) as info:
+                check_candidate("constraint", constraint_fields(), [tombstone], floors=FLOORS)
+            message = str(info.value)
+            assert (reason in message) is shown
+            assert (reason in info.value.reason) is shown
+            assert ("withheld" in message) is not shown
+            assert _GITHUB_PAT not in message

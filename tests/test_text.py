@@ -126,3 +126,60 @@ class TestFingerprint:
     )
     def test_different(self, a: str, b: str) -> None:
         assert fingerprint(a) != fingerprint(b)
+
+
+class TestReadable:
+    @pytest.mark.parametrize(
+        ("source", "expected"),
+        [
+            pytest.param("Plain prose, kept as is.", "Plain prose, kept as is.", id="prose"),
+            pytest.param("  a \t\n  b  ", "a b", id="whitespace-runs"),
+            pytest.param("wait!!!! ...", "wait! .", id="punctuation-runs"),
+            pytest.param("zero\u200bwidth\u2060", "zerowidth", id="format-characters"),
+            pytest.param("\uff26\uff55\uff4c\uff4c width", "Full width", id="nfkc"),
+            pytest.param("soooooo good", "sooo good", id="letter-run"),
+            pytest.param("very very Very good", "very good", id="repeated-word"),
+            pytest.param("1000000 rows", "1000000 rows", id="digits-kept"),
+        ],
+    )
+    def test_readable_form(self, source: str, expected: str) -> None:
+        assert text.readable(source) == expected
+        assert text.readable_length(source) == len(expected)
+
+
+class TestForbiddenControl:
+    @pytest.mark.parametrize(
+        ("source", "multiline", "expected"),
+        [
+            pytest.param("clean text", False, None, id="clean"),
+            pytest.param("caf\u00e9 \u6570\u636e \U0001f600", False, None, id="unicode"),
+            pytest.param("a\x1bb", True, "\x1b", id="esc"),
+            pytest.param("a\x7fb", True, "\x7f", id="del"),
+            pytest.param("a\nb\tc", True, None, id="newline-tab-in-prose"),
+            pytest.param("a\nb", False, "\n", id="newline-in-one-line"),
+            pytest.param("a\u202eb", True, "\u202e", id="bidi-override"),
+            pytest.param("a\u2029b", True, "\u2029", id="paragraph-separator"),
+        ],
+    )
+    def test_first_forbidden(self, source: str, multiline: bool, expected: str | None) -> None:
+        assert text.forbidden_control(source, multiline=multiline) == expected
+
+
+class TestComparable:
+    @pytest.mark.parametrize(
+        ("source", "expected"),
+        [
+            pytest.param("p\u0430yment", "payment", id="cyrillic"),
+            pytest.param("Ν\u03bf", "No", id="greek"),
+            pytest.param("with\u200bout", "without", id="zero-width"),
+            pytest.param(
+                "never w/o a key, w/ care b/c",
+                "never without a key, with care because",
+                id="shorthands",
+            ),
+            pytest.param("and/or w/o", "and/or without", id="slash-words-kept"),
+            pytest.param("Plain", "Plain", id="unchanged"),
+        ],
+    )
+    def test_comparable(self, source: str, expected: str) -> None:
+        assert text.comparable(source) == expected
