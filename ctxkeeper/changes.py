@@ -38,6 +38,7 @@ CHANGE_ID_PATTERN: Final = re.compile(r"^chg-[0-9a-f]{8}$")
 MAX_PENDING: Final = 10
 
 
+# con-005-c0ea: an agent change to a person's entry waits; dec-008-a07c: held on the entry.
 def needs_review(
     entry: Mapping[str, JSONValue], actor: Mapping[str, JSONValue], policy: str
 ) -> bool:
@@ -70,6 +71,7 @@ def changes_of(entry: Mapping[str, JSONValue]) -> list[JSONObject]:
     ]
 
 
+# dec-009-4b23: staleness is a digest of writable fields, not the revision.
 def base_digest(entry: Mapping[str, JSONValue]) -> str:
     """A digest of the fields a writer can change: a proposal made against other content is
     stale. Status is left out so approving a proposed entry does not stale its changes."""

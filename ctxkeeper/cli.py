@@ -218,6 +218,7 @@ def _undecodable_argument(arguments: list[str]) -> str | None:
     return None
 
 
+# con-009-df39: malformed request 2, refusal 1.
 def _exit_status(exc: CtxkeeperError) -> int:
     """2 for a request malformed in itself (an unknown or missing field, a value outside a
     closed vocabulary, a bad id or time); 1 for one refused for its content or the store's

@@ -85,6 +85,7 @@ class _Findings:
     orphans: list[str] = field(default_factory=list)
 
 
+# dec-011-54a1: repair never rebuilds a smaller store, and asks before any loss.
 def run_doctor(
     store: Store, *, actor: JSONObject, repair: bool = False, accept_loss: bool = False
 ) -> Report:

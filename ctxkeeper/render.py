@@ -24,6 +24,7 @@ _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co"})
 _CONTINUATION = "\n      | "
 
 
+# con-008-6b2d: every human-facing rendering escapes through here.
 def visible(text: str, *, multiline: bool = False) -> str:
     """Return text with every control or invisible character shown as ``<U+001B>``.
 

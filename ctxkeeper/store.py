@@ -136,6 +136,7 @@ class Store:
 
     # -- reading ------------------------------------------------------------------------
 
+    # con-006-83d3: readers never lock or write; they fold an unapplied tail in memory.
     def load(self) -> State:
         """The current state, for reading: never locks and never writes the store.
 
@@ -263,7 +264,8 @@ class Store:
         Nothing is written when the block raises: validation happens inside the block,
         before the journal append, so a refused operation leaves every file untouched.
         A hand edit of ``entries.json`` (its digest no longer matches) is journaled as
-        ``manual_edit`` by ``user`` ahead of the block's own events, so no write absorbs it.
+        ``manual_edit`` by ``user`` ahead of the block's own events, so no write absorbs it
+        (dec-010-0702).
 
         :param audit_actor: compare the entries with the journal's fold even when the
             digest matches, and journal any difference as this actor (doctor).

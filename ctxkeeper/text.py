@@ -236,6 +236,7 @@ def readable(text: str) -> str:
     return _REPEATED_WORD.sub(r"\1", normal)
 
 
+# con-007-a634: floors count what a reader reads.
 def readable_length(text: str) -> int:
     """Return the number of characters a reader reads in text (see :func:`readable`)."""
     return len(readable(text))

@@ -16,6 +16,7 @@ from ctxkeeper.errors import UsageError, ValidationError
 
 #: The earliest accepted instant: nothing a coding agent records predates the Unix epoch.
 EARLIEST: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
+# dec-012-3850: the accepted range and why.
 #: One past the latest accepted instant (years 1970..9998): ``9998-12-31`` as a bound still
 #: has a next day, and an offset of up to a day cannot push it past year 9999.
 LATEST: Final = datetime(9999, 1, 1, tzinfo=timezone.utc)
