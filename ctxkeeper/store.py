@@ -13,7 +13,7 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Final
 
-from ctxkeeper import fsutil, journal
+from ctxkeeper import fsutil, journal, scopeindex
 from ctxkeeper.config import Config, default_document, parse_config
 from ctxkeeper.documents import parse_document
 from ctxkeeper.errors import NotFoundError, StoreError
@@ -225,6 +225,8 @@ class Store:
 
     def _write_entries(self, state: State) -> None:
         fsutil.write_atomic(self.path(ENTRIES_FILE), render_entries_document(state))
+        # The hooks' per-edit index follows every write (they never parse the whole store).
+        scopeindex.refresh(self.dir, state.entries.values())
 
 
 class Transaction:
