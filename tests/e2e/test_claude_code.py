@@ -368,3 +368,37 @@ class TestValidate:
         assert "Validation passed" in done.stdout
         assert "error" not in done.stdout.lower()
         assert "ctxkeeper" in done.stdout  # control: it did read our manifests
+
+
+class TestHostileProject:
+    def test_project_python_files_never_run_in_a_session(self, workspace: Workspace) -> None:
+        project = workspace.project
+        traps = ["ctxkeeper/__init__.py", "ctxkeeper/__main__.py", "json.py", "scope.py"]
+        for relative in traps:
+            write(
+                project / relative,
+                f"import os\nopen(os.path.join({str(project)!r}, 'ran-' + {relative!r}.replace('/', '-')), 'w').close()\n",
+            )
+        rule = "Outbound HTTP calls set an explicit timeout"
+        add_constraint(
+            workspace,
+            rule,
+            "Incident 2025-11-03: a hung upstream call held every worker thread for forty minutes",
+            "soft",
+            "src/",
+        )
+        target = project / "src" / "fetch.py"
+        session = workspace.run(
+            [
+                [ToolCall("__query_entries", {"text": ["timeout"]})],
+                [ToolCall("Write", {"file_path": str(target), "content": "TIMEOUT = 5\n"})],
+                "done",
+            ]
+        )
+        # The MCP server and the hooks both ran and read this project's store...
+        assert not session.tool_result(0).get("is_error"), session.tool_text(0)
+        assert rule in session.tool_text(0)
+        assert rule in session.after(1)
+        assert "SessionStart hook additional context" in session.sent(0)
+        # ...and none of the project's look-alike modules was imported or run.
+        assert sorted(p.name for p in project.iterdir() if p.name.startswith("ran-")) == []
