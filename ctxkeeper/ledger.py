@@ -63,7 +63,10 @@ def delivered(path: str) -> set[str]:
 
 
 def _append(path: str, text: str) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    directory = os.path.dirname(path)
+    os.makedirs(directory, exist_ok=True)
+    if os.path.islink(directory):  # planted by a cloned repository: never write through it
+        raise OSError(f"{directory} is a symbolic link; ctxkeeper never writes through links")
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o644)
     try:
         os.write(fd, text.encode("ascii"))
@@ -86,6 +89,8 @@ def rearm(path: str) -> None:
 def prune(cache_dir: str, now: float) -> None:
     """Remove ledgers of sessions idle for more than a week."""
     directory = os.path.join(cache_dir, LEDGER_DIR)
+    if os.path.islink(directory):
+        return
     try:
         names = os.listdir(directory)
     except FileNotFoundError:

@@ -155,6 +155,15 @@ def _hard_delivery(context_dir: str) -> str:
     return "context" if value == "context" else "gate"
 
 
+def real_dir(path: str) -> str:
+    """Create ``path`` if needed and refuse a symlink there: a cloned repository could plant
+    one under ``.context/cache/`` to redirect the hooks' writes and prunes elsewhere."""
+    os.makedirs(path, exist_ok=True)
+    if os.path.islink(path):
+        raise OSError(f"{path} is a symbolic link; ctxkeeper never writes through links")
+    return path
+
+
 def _write(path: str, data: bytes) -> None:
     # A derived cache: temp file plus os.replace so readers never see half a shard. No fsync:
     # a shard lost in a crash fails to parse or mismatches, and the reader rebuilds.
@@ -229,14 +238,12 @@ def write_index(
     :param stamp: the source identity taken *before* the entries were read, when they came
         from disk; a write that raced with ours then leaves the index stale, never wrong.
     """
-    cache = os.path.join(context_dir, "cache")
-    root = os.path.join(cache, INDEX_DIR)
-    os.makedirs(root, exist_ok=True)
+    cache = real_dir(os.path.join(context_dir, "cache"))
+    root = real_dir(os.path.join(cache, INDEX_DIR))
     stamp = stamp if stamp is not None else source_stamp(context_dir)
     by_key = _records(entries)
     shards = _shard_count(sum(len(records) for records in by_key.values()))
-    directory = os.path.join(root, f"n{shards}")
-    os.makedirs(directory, exist_ok=True)
+    directory = real_dir(os.path.join(root, f"n{shards}"))
     buckets: list[dict[str, list[Record]]] = [{} for _ in range(shards)]
     for key in sorted(by_key):
         buckets[shard_of(key, shards)][key] = by_key[key]
@@ -250,8 +257,9 @@ def write_index(
     meta = {"version": INDEX_VERSION, "stamp": stamp, "shards": shards, "hard": hard_delivery}
     _write(os.path.join(root, META_FILE), json.dumps(meta).encode())
     for name in os.listdir(root):
-        if name.startswith("n") and name != f"n{shards}":
-            _remove_tree(os.path.join(root, name))
+        path = os.path.join(root, name)
+        if name.startswith("n") and name != f"n{shards}" and not os.path.islink(path):
+            _remove_tree(path)
     return Index(directory, shards, hard_delivery)
 
 

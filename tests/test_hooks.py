@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from typing import ClassVar
@@ -269,7 +270,9 @@ class TestCompaction:
         assert result.stdout == ""
         assert run_hook("PreToolUse", edit(project / "api" / "users.py"), project).denied
 
-    def test_compact_start_shows_the_quality_note(self, project: Path, api_store: Store) -> None:
+    def test_compact_start_shows_the_quality_note(
+        self, project: Path, api_store: Store, inprocess: bool
+    ) -> None:
         add_constraint(
             api_store,
             agent=True,
@@ -283,7 +286,9 @@ class TestCompaction:
             rule="Tabs in Makefile",
             reason="make refuses recipes indented with spaces.",
         )
-        start = run_hook("SessionStart", {"session_id": "s1", "source": "compact"}, project)
+        start = run_hook(
+            "SessionStart", {"session_id": "s1", "source": "compact"}, project, inprocess=inprocess
+        )
         message = str(start.answer["systemMessage"])
         assert "1 entry awaiting review" in message
         assert "1 active entry close to the floors" in message
@@ -424,10 +429,11 @@ class TestPostToolUse:
         ],
     )
     def test_decision_like_commit_gets_one_line(
-        self, project: Path, api_store: Store, command: str, kind: str
+        self, project: Path, api_store: Store, command: str, kind: str, inprocess: bool
     ) -> None:
         before = snapshot_dir(str(project / ".context"))
-        result = run_hook("PostToolUse", bash(command, event="PostToolUse"), project)
+        payload = bash(command, event="PostToolUse")
+        result = run_hook("PostToolUse", payload, project, inprocess=inprocess)
         line = result.context
         assert "\n" not in line
         assert "record_entry" in line
@@ -532,11 +538,11 @@ class TestFailOpen:
         ],
     )
     def test_bad_stdin_fails_open_with_one_log_line(
-        self, project: Path, api_store: Store, stdin: bytes, logged: str
+        self, project: Path, api_store: Store, stdin: bytes, logged: str, inprocess: bool
     ) -> None:
         stdin = stdin.replace(b"/p/", str(project).encode() + b"/")
         log = project / ".context" / "cache" / "hook-errors.log"
-        result = run_hook("PreToolUse", stdin, project)
+        result = run_hook("PreToolUse", stdin, project, inprocess=inprocess)
         assert (result.returncode, result.stdout) == (0, "")
         lines = log.read_text().splitlines()
         assert len(lines) == 1
@@ -570,6 +576,24 @@ class TestFailOpen:
         lines = log.read_text().splitlines()
         assert len(lines) == 1
         assert event in lines[0]
+
+    @pytest.mark.parametrize("planted", ["scope-index", "delivered"])
+    def test_planted_symlink_in_cache_is_never_written_through(
+        self, project: Path, api_store: Store, tmp_path: Path, planted: str
+    ) -> None:
+        elsewhere = tmp_path / "elsewhere"
+        (elsewhere / "n8").mkdir(parents=True)
+        (elsewhere / "n8" / "keep.txt").write_text("mine")
+        cache = project / ".context" / "cache"
+        if (cache / planted).exists():
+            shutil.rmtree(cache / planted)
+        (cache / planted).symlink_to(elsewhere)
+        if planted == "scope-index":
+            (project / ".context" / "config.json").touch()  # stale: the hook would rebuild
+        result = run_hook("PreToolUse", edit(project / "api" / "users.py"), project)
+        assert (result.returncode, result.stdout) == (0, "")
+        assert sorted(p.name for p in elsewhere.rglob("*")) == ["keep.txt", "n8"]
+        assert "symbolic link" in (cache / "hook-errors.log").read_text()
 
 
 class TestIsolation:
