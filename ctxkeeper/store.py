@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Final
 
-from ctxkeeper import fsutil, journal, journalfile, times
+from ctxkeeper import fsutil, journal, journalfile, scopeindex, times
 from ctxkeeper.config import Config, default_document, parse_config
 from ctxkeeper.documents import parse_document
 from ctxkeeper.errors import CorruptFileError, NotFoundError, StoreError
@@ -367,6 +367,8 @@ class Store:
 
     def _write_entries(self, state: State) -> None:
         fsutil.write_atomic(self.path(ENTRIES_FILE), render_entries_document(state))
+        # The hooks' per-edit index follows every write (they never parse the whole store).
+        scopeindex.refresh(self.dir, state.entries.values())
 
 
 def _notice(message: str) -> None:

@@ -2,12 +2,14 @@
 # Install the real MCP clients the e2e tests drive (test-only; never product dependencies).
 #   .cache/clients/mcp1/       a venv with the 1.x Python SDK (classic ClientSession only)
 #   .cache/clients/inspector/  the MCP Inspector CLI (TypeScript SDK client)
+#   .cache/clients/claude/     Claude Code, pinned (request layout changes between releases)
 # Idempotent: an install that is already at the pinned version is left alone.
 # Usage: sh tests/e2e/install_clients.sh [PYTHON]   (PYTHON defaults to python3)
 set -eu
 
 MCP1_VERSION="1.30.0"
 INSPECTOR_VERSION="2.12.0"
+CLAUDE_VERSION="2.1.332"
 
 root=$(CDPATH='' cd -- "$(dirname -- "$0")/../.." && pwd)
 clients="$root/.cache/clients"
@@ -34,4 +36,20 @@ else
     npm install --prefix "$inspector" --no-audit --no-fund --loglevel=error \
         --cache "$clients/npm-cache" "@modelcontextprotocol/inspector@$INSPECTOR_VERSION"
     echo "installed @modelcontextprotocol/inspector $INSPECTOR_VERSION in $inspector"
+fi
+
+claude="$clients/claude"
+installed="$claude/node_modules/@anthropic-ai/claude-code/package.json"
+if [ -f "$installed" ] && grep -q "\"version\": \"$CLAUDE_VERSION\"" "$installed" \
+    && "$claude/node_modules/.bin/claude" --version >/dev/null 2>&1; then
+    echo "@anthropic-ai/claude-code $CLAUDE_VERSION already installed in $claude"
+else
+    mkdir -p "$claude"
+    [ -f "$claude/package.json" ] || printf '{"name": "ctxkeeper-e2e-claude", "private": true}\n' > "$claude/package.json"
+    # The native binary comes as a per-platform optional dependency linked by a postinstall
+    # step, so neither optional dependencies nor install scripts may be turned off here.
+    npm install --prefix "$claude" --no-audit --no-fund --loglevel=error \
+        --cache "$clients/npm-cache" "@anthropic-ai/claude-code@$CLAUDE_VERSION"
+    "$claude/node_modules/.bin/claude" --version
+    echo "installed @anthropic-ai/claude-code $CLAUDE_VERSION in $claude"
 fi

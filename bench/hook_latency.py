@@ -1,0 +1,213 @@
+"""Benchmark: the PreToolUse hook's whole-process wall time, next to ``python3 -c pass``.
+
+Run ``python bench/hook_latency.py [--runs 31] [--sizes 100,1000,10000,100000]``.
+
+For each size it builds a store of that many scoped constraints in a temporary folder, in
+one store transaction (the real ``Store.transaction`` and ``Transaction.put`` with entries
+made by ``model.clean_fields``/``new_entry``, so the journal, ``entries.json`` and the scope
+index are written by the real write path; the similarity check of ``record_entry`` is
+skipped, it is quadratic over a bulk load). It then times, interleaved, the median of N runs
+of: ``python3 -I -c pass``; ctxkeeper's ``hooks/pre_tool_use.py`` on an Edit of a file covered
+by one hard constraint, with a fresh ``session_id`` each run so every run does the full work
+(index lookup, ledger read and append, the denial); and Context Keeper 0.19's
+``hooks/scope_guard.py`` (installed from PyPI as ``context-keeper-mcp==0.19.*`` into a scratch
+venv under ``.cache/``, never copied) on the same constraints, written in its own format
+(``.context/constraints.json``), also with a fresh session each run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from ctxkeeper import times
+from ctxkeeper.model import clean_fields, contract_floors, new_entry
+from ctxkeeper.store import Store
+from ctxkeeper.verbs import user_actor
+
+PEER_SPEC = "context-keeper-mcp==0.19.*"
+PEER_VENV = os.path.join(ROOT, ".cache", "peer-ck019")
+HOOK = os.path.join(ROOT, "hooks", "pre_tool_use.py")
+PYTHON = "python3"
+
+
+def peer_hook() -> str:
+    """Install the peer into a scratch venv (once) and return its scope_guard.py."""
+    found = glob.glob(
+        os.path.join(PEER_VENV, "lib", "python*", "site-packages", "hooks", "scope_guard.py")
+    )
+    if not found:
+        subprocess.run([PYTHON, "-m", "venv", PEER_VENV], check=True)
+        pip = os.path.join(PEER_VENV, "bin", "pip")
+        subprocess.run([pip, "install", "--quiet", PEER_SPEC], check=True)
+        found = glob.glob(
+            os.path.join(PEER_VENV, "lib", "python*", "site-packages", "hooks", "scope_guard.py")
+        )
+    return found[0]
+
+
+def _scope(n: int) -> str:
+    # A realistic tree: 100 packages of modules, each constraint on its own module folder.
+    return f"src/pkg{n % 100}/mod{n // 100}/"
+
+
+def build_ours(project: str, size: int) -> float:
+    """Write ``size`` hard constraints through one store transaction; return seconds taken."""
+    started = time.perf_counter()
+    store = Store.open(project)
+    store.init()
+    floors = contract_floors()
+    at = times.now_iso()
+    actor = user_actor()
+    with store.transaction() as tx:
+        for n in range(size):
+            fields = {
+                "rule": f"Module {n} validates every request body against its schema first",
+                "reason": f"Unvalidated payloads crashed worker {n} in production twice last year.",
+                "hardness": "hard",
+                "scope": [_scope(n)],
+            }
+            entry_id = f"con-{n + 1:03d}-{n % 65536:04x}"
+            entry = new_entry(
+                "constraint",
+                clean_fields("constraint", fields, floors),
+                entry_id=entry_id,
+                status="active",
+                origin="user",
+                at=at,
+            )
+            tx.put("record", entry_id, entry, actor=actor, reason=None, at=at)
+    return time.perf_counter() - started
+
+
+def build_peer(project: str, size: int) -> None:
+    """The same constraints in Context Keeper 0.19's store format."""
+    os.makedirs(os.path.join(project, ".context"), exist_ok=True)
+    constraints = [
+        {
+            "id": f"con-{n + 1:03d}",
+            "rule": f"Module {n} validates every request body against its schema first",
+            "reason": f"Unvalidated payloads crashed worker {n} in production twice last year.",
+            "hardness": "absolute",
+            "scope": _scope(n),
+            "status": "active",
+        }
+        for n in range(size)
+    ]
+    with open(os.path.join(project, ".context", "constraints.json"), "w") as handle:
+        json.dump(constraints, handle)
+
+
+def _payload(project: str, target: str) -> bytes:
+    return json.dumps(
+        {
+            "session_id": uuid.uuid4().hex,
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Edit",
+            "tool_input": {"file_path": os.path.join(project, target), "old_string": "a"},
+            "cwd": project,
+        }
+    ).encode()
+
+
+_CPU: list[float] = []
+
+
+def _time(argv: list[str], stdin: bytes, project: str, env: dict[str, str]) -> tuple[float, bytes]:
+    """Wall time of one whole process; its CPU time (user + sys) goes to ``_CPU``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    proc = subprocess.run(argv, input=stdin, capture_output=True, cwd=project, env=env, check=True)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    _CPU.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    return wall, proc.stdout
+
+
+def measure(size: int, runs: int, peer: str, workdir: str) -> dict[str, float]:
+    ours_dir = os.path.join(workdir, f"ours-{size}")
+    peer_dir = os.path.join(workdir, f"peer-{size}")
+    os.makedirs(ours_dir)
+    os.makedirs(peer_dir)
+    build_s = build_ours(ours_dir, size)
+    build_peer(peer_dir, size)
+    target = "src/pkg7/mod0/handler.py"  # covered by constraint 7 in both stores
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "PYTHON"))}
+    ours_env = {**base_env, "CLAUDE_PROJECT_DIR": ours_dir}
+    peer_env = {**base_env, "CLAUDE_PROJECT_DIR": peer_dir, "CONTEXT_KEEPER_PROJECT": peer_dir}
+    # Warm the page cache and check each hook answers as expected before timing.
+    _, out = _time([PYTHON, "-I", HOOK], _payload(ours_dir, target), ours_dir, ours_env)
+    assert b'"deny"' in out, out
+    _, out = _time([PYTHON, "-I", peer], _payload(peer_dir, target), peer_dir, peer_env)
+    assert b"con-008" in out, out
+    samples: dict[str, list[float]] = {"pass": [], "ours": [], "peer": []}
+    cpu: dict[str, list[float]] = {"pass": [], "ours": [], "peer": []}
+    for _ in range(runs):
+        samples["pass"].append(_time([PYTHON, "-I", "-c", "pass"], b"", ours_dir, base_env)[0])
+        cpu["pass"].append(_CPU[-1])
+        wall, out = _time([PYTHON, "-I", HOOK], _payload(ours_dir, target), ours_dir, ours_env)
+        assert b'"deny"' in out
+        samples["ours"].append(wall)
+        cpu["ours"].append(_CPU[-1])
+        samples["peer"].append(
+            _time([PYTHON, "-I", peer], _payload(peer_dir, target), peer_dir, peer_env)[0]
+        )
+        cpu["peer"].append(_CPU[-1])
+    med = {name: statistics.median(values) for name, values in samples.items()}
+    # Ratios are medians of per-round ratios: each round runs the three back to back, so load
+    # from other processes on the machine cancels instead of skewing one column.
+    rounds = list(zip(samples["pass"], samples["ours"], samples["peer"], strict=True))
+    return {
+        "size": size,
+        "build_s": build_s,
+        "pass_ms": med["pass"] * 1000,
+        "ours_ms": med["ours"] * 1000,
+        "peer_ms": med["peer"] * 1000,
+        "ours_ratio": statistics.median(o / p for p, o, _ in rounds),
+        "peer_ratio": statistics.median(q / p for p, _, q in rounds),
+        "ours_cpu": statistics.median(cpu["ours"]) / statistics.median(cpu["pass"]),
+        "peer_cpu": statistics.median(cpu["peer"]) / statistics.median(cpu["pass"]),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=31)
+    parser.add_argument("--sizes", default="100,1000,10000,100000")
+    args = parser.parse_args(argv)
+    peer = peer_hook()
+    print(f"python3: {subprocess.check_output([PYTHON, '--version'], text=True).strip()}")
+    print(f"peer: {PEER_SPEC} at {peer}")
+    print(f"median of {args.runs} rounds, whole-process wall time; ratio = median per-round ratio")
+    print(
+        "| constraints | build (s) | `python3 -c pass` | ctxkeeper | ratio | peer 0.19 | ratio "
+        "| CPU ratio ours / peer |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory(prefix="ctxk-hook-bench-") as workdir:
+        for size in (int(s) for s in args.sizes.split(",")):
+            row = measure(size, args.runs, peer, workdir)
+            print(
+                f"| {size:,} | {row['build_s']:.1f} | {row['pass_ms']:.1f} ms "
+                f"| {row['ours_ms']:.1f} ms | {row['ours_ratio']:.2f}x "
+                f"| {row['peer_ms']:.1f} ms | {row['peer_ratio']:.2f}x "
+                f"| {row['ours_cpu']:.2f}x / {row['peer_cpu']:.2f}x |",
+                flush=True,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,14 @@
+"""PreCompact hook: re-arms constraint delivery before the context is compacted."""
+
+import os
+import sys
+
+# Started as `python3 -I`; the plugin root goes first on sys.path (see pre_tool_use.py).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+try:
+    from ctxkeeper.hookio import run
+    from ctxkeeper.sessionhooks import pre_compact
+except Exception:  # noqa: BLE001 - a broken install must not disturb the session (fail open)
+    raise SystemExit(0) from None
+raise SystemExit(run("PreCompact", pre_compact))

@@ -1,0 +1,404 @@
+"""The plugin inside the real Claude Code CLI (2.1.332), driven by a scripted stand-in model.
+
+Every assertion reads what the client really sent to the model (request bodies), what it
+printed, the files it left on disk, or the store; the stand-in only plays the model's part.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from tests.e2e.claude_session import MCP_PREFIX, Session, Workspace
+from tests.e2e.model_standin import ToolCall
+from tests.mcp_wire import REPO_ROOT, hash_tree
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ctxkeeper._types import JSONObject
+
+pytestmark = pytest.mark.slow
+
+MIGRATION_RULE = "Never edit a migration that has been applied; add a new one"
+MIGRATION_REASON = (
+    "On 2025-03-02 an edited 0002 migration left staging and production with different schemas"
+)
+API_RULE = "Handlers under api/ return problem+json bodies on every error"
+API_REASON = "Incident 2025-06-14: the mobile client crashed on an HTML error page from the API"
+HOOKS_RULE = "Git hook scripts stay POSIX sh without bashisms"
+HOOKS_REASON = "On 2025-08-01 a bash-only hook broke every commit on the Alpine build runners"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Workspace:
+    space = Workspace(tmp_path)
+    space.cli("init")
+    return space
+
+
+def add_constraint(space: Workspace, rule: str, reason: str, hardness: str, *scope: str) -> str:
+    """A constraint a person records with the CLI (origin user, active at once)."""
+    flags = [f"--scope={s}" for s in scope]
+    added = space.cli(
+        "add", "constraint", "--rule", rule, "--reason", reason, "--hardness", hardness, *flags
+    )
+    assert isinstance(added, dict)
+    return str(added["id"])
+
+
+def entries(space: Workspace) -> list[JSONObject]:
+    listed = space.cli("list")
+    assert isinstance(listed, dict)
+    results = listed["results"]
+    assert isinstance(results, list)
+    return [e for e in results if isinstance(e, dict)]
+
+
+def journal(space: Workspace) -> list[JSONObject]:
+    path = space.project / ".context" / "journal.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def store_files(space: Workspace) -> dict[str, str]:
+    """Digests of the store, leaving out the derived files hooks may refresh (``cache/``)."""
+    digests = hash_tree(str(space.project / ".context"))
+    return {k: v for k, v in digests.items() if not k.startswith("cache" + os.sep)}
+
+
+def denied_tools(session: Session) -> list[str]:
+    denials = session.result().get("permission_denials")
+    assert isinstance(denials, list)
+    return [str(d.get("tool_name")) for d in denials if isinstance(d, dict)]
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+class TestHardConstraintGate:
+    def test_first_edit_denied_with_the_rule_then_reissued_edit_lands(
+        self, workspace: Workspace
+    ) -> None:
+        add_constraint(workspace, MIGRATION_RULE, MIGRATION_REASON, "hard", "db/migrations/")
+        migration = workspace.project / "db" / "migrations" / "0002.sql"
+        original = "-- 0002\nCREATE TABLE invoices (id int);\n"
+        write(migration, original)
+        edit = {"file_path": str(migration), "old_string": "(id int)", "new_string": "(id bigint)"}
+        later = {"file_path": str(migration), "old_string": "-- 0002", "new_string": "-- 0002 v2"}
+        session = workspace.run(
+            [
+                [ToolCall("Read", {"file_path": str(migration)})],
+                [ToolCall("Edit", edit)],
+                [ToolCall("Read", {"file_path": str(migration)})],
+                [ToolCall("Edit", edit)],
+                [ToolCall("Edit", later)],
+                "done",
+            ]
+        )
+        denial = session.tool_result(1)
+        assert denial.get("is_error") is True, denial
+        assert MIGRATION_RULE in session.tool_text(1)
+        assert MIGRATION_REASON in session.tool_text(1)
+        # The file as the model saw it after the denial: unchanged.
+        assert "(id int)" in session.tool_text(2)
+        assert "(id bigint)" not in session.tool_text(2)
+        assert not session.tool_result(3).get("is_error"), session.tool_text(3)
+        assert not session.tool_result(4).get("is_error"), session.tool_text(4)
+        # Once read, the rule is not repeated; the control is the denial above.
+        assert MIGRATION_RULE not in session.after(3)
+        assert MIGRATION_RULE not in session.after(4)
+        assert MIGRATION_RULE in session.after(1)
+        assert migration.read_text(encoding="utf-8") == (
+            "-- 0002 v2\nCREATE TABLE invoices (id bigint);\n"
+        )
+        assert denied_tools(session) == ["Edit"]
+
+
+class TestSoftConstraintDelivery:
+    def test_rides_along_with_the_edit_it_covers_and_never_by_substring(
+        self, workspace: Workspace
+    ) -> None:
+        add_constraint(workspace, API_RULE, API_REASON, "soft", "api/")
+        add_constraint(workspace, HOOKS_RULE, HOOKS_REASON, "soft", "hooks/")
+        project = workspace.project
+        session = workspace.run(
+            [
+                [
+                    ToolCall(
+                        "Write", {"file_path": str(project / "api/users.py"), "content": "x = 1\n"}
+                    )
+                ],
+                [
+                    ToolCall(
+                        "Write",
+                        {"file_path": str(project / "api/webhooks/send.py"), "content": "y = 2\n"},
+                    )
+                ],
+                [
+                    ToolCall(
+                        "Write", {"file_path": str(project / "hooks/pre-commit"), "content": ":\n"}
+                    )
+                ],
+                "done",
+            ]
+        )
+        for step in range(3):
+            assert not session.tool_result(step).get("is_error"), session.tool_text(step)
+        assert API_RULE in session.after(0)
+        # api/webhooks/send.py is under api/ (delivered already) and not under hooks/.
+        assert HOOKS_RULE not in session.after(1)
+        assert API_RULE not in session.after(1)
+        # Control: the hooks/ rule does arrive with a file it covers.
+        assert HOOKS_RULE in session.after(2)
+        assert session.sent(3).count(API_RULE) == 1
+        assert (project / "api/webhooks/send.py").read_text(encoding="utf-8") == "y = 2\n"
+
+
+class TestSessionStart:
+    def test_summary_and_project_wide_hard_rules_but_no_proposal(
+        self, workspace: Workspace
+    ) -> None:
+        active_rule = "Every service reads its secrets from the vault agent only"
+        add_constraint(
+            workspace,
+            active_rule,
+            "Incident 2025-04-09: a secret committed in a .env file was scraped within an hour",
+            "hard",
+        )
+        decision = workspace.cli(
+            "add",
+            "decision",
+            "--summary",
+            "Use SQLite in WAL mode for the local job queue",
+            "--problem",
+            "The job queue needs durable local storage without running another server.",
+            "--why-chosen",
+            "SQLite ships with Python, WAL mode lets readers run beside one writer, and the "
+            "queue never needs more than one writer process.",
+        )
+        assert isinstance(decision, dict)
+        proposed_rule = "Every cron entry logs to the shared syslog facility"
+        proposed_reason = "Proposed after 2025-09-30, when a silent cron job failed for a week"
+        proposal = workspace.agent_record(
+            {
+                "kind": "constraint",
+                "rule": proposed_rule,
+                "reason": proposed_reason,
+                "hardness": "hard",
+            }
+        )
+        proposed_entry = proposal["entry"]
+        assert isinstance(proposed_entry, dict)
+        assert proposed_entry["status"] == "proposed"
+        gated_proposal = workspace.agent_record(
+            {
+                "kind": "constraint",
+                "rule": "Scripts under tools/ never call sudo",
+                "reason": "Proposed after 2025-10-02, when a tools/ script changed root's crontab",
+                "hardness": "hard",
+                "scope": ["tools/"],
+            }
+        )
+        assert isinstance(gated_proposal["entry"], dict)
+        target = workspace.project / "tools" / "sync.sh"
+        session = workspace.run(
+            [[ToolCall("Write", {"file_path": str(target), "content": "echo sync\n"})], "done"]
+        )
+        first = session.sent(0)
+        assert "SessionStart hook additional context" in first
+        assert active_rule in first
+        assert "Use SQLite in WAL mode for the local job queue" in first
+        everything = session.sent()
+        assert proposed_rule not in everything
+        assert proposed_reason not in everything
+        assert "never call sudo" not in everything
+        # Control for the PreToolUse half: the Write the proposal would have gated went through.
+        assert not session.tool_result(0).get("is_error"), session.tool_text(0)
+        assert target.read_text(encoding="utf-8") == "echo sync\n"
+
+
+class TestRecordThroughMcp:
+    def test_stores_a_journaled_proposal_and_refuses_a_thin_one(self, workspace: Workspace) -> None:
+        good = {
+            "kind": "constraint",
+            "rule": "Money amounts are integers in minor units",
+            "reason": "On 2025-05-20 float rounding under-billed 312 invoices by one cent each",
+            "hardness": "hard",
+            "scope": ["billing/"],
+        }
+        thin = {
+            "kind": "constraint",
+            "rule": "Do not use floats",
+            "reason": "bugs",
+            "hardness": "hard",
+        }
+        session = workspace.run(
+            [
+                [ToolCall(MCP_PREFIX + "record_entry", good)],
+                [ToolCall("__record_entry", thin)],
+                "done",
+            ]
+        )
+        stored = session.tool_result(0)
+        assert not stored.get("is_error"), session.tool_text(0)
+        refused = session.tool_result(1)
+        assert refused.get("is_error") is True
+        assert "reason" in session.tool_text(1)
+        assert "40" in session.tool_text(1)
+        held = entries(workspace)
+        assert [(e["rule"], e["status"], e["origin"]) for e in held] == [
+            (good["rule"], "proposed", "agent")
+        ]
+        assert str(held[0]["id"]) in session.tool_text(0)
+        records = [event for event in journal(workspace) if event.get("op") == "record"]
+        assert len(records) == 1
+        actor = records[0]["actor"]
+        assert isinstance(actor, dict)
+        assert actor["origin"] == "agent"
+        assert records[0]["id"] == held[0]["id"]
+
+
+class TestHumanOnlyDenials:
+    def test_store_write_and_approve_are_denied_and_the_store_is_untouched(
+        self, workspace: Workspace
+    ) -> None:
+        proposal = workspace.agent_record(
+            {
+                "kind": "decision",
+                "summary": "Render invoices to PDF with the WeasyPrint library",
+                "problem": "Invoices must be PDF files that match the HTML preview exactly.",
+                "why_chosen": "WeasyPrint renders the same HTML and CSS the preview uses, so the "
+                "PDF and the preview cannot drift apart.",
+            }
+        )
+        entry_id = str(proposal["id"])
+        before = store_files(workspace)
+        forged = json.dumps({"version": 1, "entries": {}})
+        session = workspace.run(
+            [
+                [
+                    ToolCall(
+                        "Write",
+                        {
+                            "file_path": str(workspace.project / ".context" / "entries.json"),
+                            "content": forged,
+                        },
+                    )
+                ],
+                [ToolCall("Bash", {"command": f"ctxkeeper approve {entry_id}"})],
+                "done",
+            ]
+        )
+        for step in (0, 1):
+            result = session.tool_result(step)
+            assert result.get("is_error") is True, result
+        assert ".context" in session.tool_text(0)
+        assert "approve" in session.tool_text(1)
+        assert sorted(denied_tools(session)) == ["Bash", "Write"]
+        assert store_files(workspace) == before
+        assert [e["status"] for e in entries(workspace)] == ["proposed"]
+
+
+def clean_copy(destination: Path) -> Path:
+    """The checkout as a clone holds it: tracked and unignored files only (no .venv, .cache)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        check=True,
+        timeout=60,
+    ).stdout.decode()
+    for relative in filter(None, listed.split("\0")):
+        source = os.path.join(REPO_ROOT, relative)
+        if not os.path.isfile(source):
+            continue  # deleted in the working tree but not yet in the index
+        target = destination / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)
+    return destination
+
+
+class TestInstalledPlugin:
+    def test_marketplace_install_serves_tools_and_hooks(
+        self, tmp_path: Path, workspace: Workspace
+    ) -> None:
+        source = clean_copy(tmp_path / "checkout")
+        assert not (source / ".venv").exists()
+        assert (source / ".claude-plugin" / "plugin.json").is_file()
+        workspace.plugin("marketplace", "add", str(source))
+        workspace.plugin("install", "ctxkeeper@ctxkeeper")
+        listed = json.loads(workspace.plugin("list", "--json").stdout)
+        ours = [p for p in listed if p.get("id") == "ctxkeeper@ctxkeeper"]
+        assert len(ours) == 1
+        assert ours[0]["enabled"] is True
+        # 2.1.332 runs a directory marketplace's plugin from that folder: the clean copy,
+        # so nothing of this checkout's .venv or .cache can be what makes it work.
+        assert ours[0]["readFromFolder"] == str(source)
+        rule = "Database access goes through the repository layer only"
+        add_constraint(
+            workspace,
+            rule,
+            "Incident 2025-07-07: a raw query in a view bypassed tenant filtering for a day",
+            "hard",
+        )
+        session = workspace.run([[ToolCall("__get_project_summary", {})], "done"], plugin_dir=None)
+        offered = session.requests[0].get("tools")
+        assert isinstance(offered, list)
+        assert MCP_PREFIX + "record_entry" in {
+            t.get("name") for t in offered if isinstance(t, dict)
+        }
+        assert not session.tool_result(0).get("is_error"), session.tool_text(0)
+        assert rule in session.tool_text(0)
+        # The hooks half: SessionStart delivered the project-wide hard rule before any tool ran.
+        assert "SessionStart hook additional context" in session.sent(0)
+        assert rule in session.sent(0)
+
+
+class TestValidate:
+    def test_plugin_validate_passes(self, tmp_path: Path) -> None:
+        space = Workspace(tmp_path)
+        done = space.plugin("validate", REPO_ROOT)
+        assert "Validation passed" in done.stdout
+        assert "error" not in done.stdout.lower()
+        assert "ctxkeeper" in done.stdout  # control: it did read our manifests
+
+
+class TestHostileProject:
+    def test_project_python_files_never_run_in_a_session(self, workspace: Workspace) -> None:
+        project = workspace.project
+        traps = ["ctxkeeper/__init__.py", "ctxkeeper/__main__.py", "json.py", "scope.py"]
+        for relative in traps:
+            write(
+                project / relative,
+                f"import os\nopen(os.path.join({str(project)!r}, 'ran-' + {relative!r}.replace('/', '-')), 'w').close()\n",
+            )
+        rule = "Outbound HTTP calls set an explicit timeout"
+        add_constraint(
+            workspace,
+            rule,
+            "Incident 2025-11-03: a hung upstream call held every worker thread for forty minutes",
+            "soft",
+            "src/",
+        )
+        target = project / "src" / "fetch.py"
+        session = workspace.run(
+            [
+                [ToolCall("__query_entries", {"text": ["timeout"]})],
+                [ToolCall("Write", {"file_path": str(target), "content": "TIMEOUT = 5\n"})],
+                "done",
+            ]
+        )
+        # The MCP server and the hooks both ran and read this project's store...
+        assert not session.tool_result(0).get("is_error"), session.tool_text(0)
+        assert rule in session.tool_text(0)
+        assert rule in session.after(1)
+        assert "SessionStart hook additional context" in session.sent(0)
+        # ...and none of the project's look-alike modules was imported or run.
+        assert sorted(p.name for p in project.iterdir() if p.name.startswith("ran-")) == []

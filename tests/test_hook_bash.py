@@ -1,0 +1,149 @@
+"""The Bash guard through the real PreToolUse hook: human-only verbs denied however spelled."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxkeeper.bashguard import HUMAN_ONLY
+from ctxkeeper.shellwords import split_commands
+from tests.hook_harness import bash, make_store, run_hook
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+DENIED = [
+    pytest.param("ctxkeeper approve con-001-abcd", "approve", id="plain"),
+    pytest.param("ctxkeeper reject dec-002-beef --reason 'no'", "reject", id="reject"),
+    pytest.param("ctxkeeper lift con-003-aaaa", "lift", id="lift"),
+    pytest.param("ctxkeeper purge con-003-aaaa --reason leaked", "purge", id="purge"),
+    pytest.param("ctxkeeper review", "review", id="review"),
+    pytest.param("python3 -m ctxkeeper approve x", "approve", id="python-m"),
+    pytest.param("python -m ctxkeeper.cli approve x", "approve", id="python-m-cli"),
+    pytest.param("python3.12 -I -X dev -m ctxkeeper approve x", "approve", id="python-options"),
+    pytest.param("python3 -mctxkeeper approve x", "approve", id="python-mglued"),
+    pytest.param("python3 ./ctxkeeper approve x", "approve", id="python-package-dir"),
+    pytest.param("python3 /src/ctxkeeper/__main__.py lift x", "lift", id="python-main-file"),
+    pytest.param("/opt/tools/bin/ctxkeeper approve x", "approve", id="absolute-path"),
+    pytest.param(".venv/bin/ctxkeeper approve x", "approve", id="venv"),
+    pytest.param("ctxkeeper --project-dir /srv/app approve x", "approve", id="global-option"),
+    pytest.param("ctxkeeper --project-dir=/srv/app --json approve x", "approve", id="global-eq"),
+    pytest.param("'ctxkeeper' \"approve\" x", "approve", id="quoted-words"),
+    pytest.param("ctx\\keeper appr\\ove x", "approve", id="backslashes"),
+    pytest.param("sh -c 'ctxkeeper approve x'", "approve", id="sh-c"),
+    pytest.param('bash -c "cd /srv && ctxkeeper purge x --reason y"', "purge", id="bash-c"),
+    pytest.param("bash -lc 'ctxkeeper approve x'", "approve", id="bash-lc"),
+    pytest.param("/bin/zsh -c 'ctxkeeper review'", "review", id="zsh-path"),
+    pytest.param("make test && ctxkeeper approve x", "approve", id="after-and"),
+    pytest.param("ls; ctxkeeper approve x", "approve", id="after-semicolon"),
+    pytest.param("false || ctxkeeper approve x", "approve", id="after-or"),
+    pytest.param("yes | ctxkeeper approve x", "approve", id="after-pipe"),
+    pytest.param("sleep 1 & ctxkeeper approve x", "approve", id="after-background"),
+    pytest.param("ls\nctxkeeper approve x", "approve", id="next-line"),
+    pytest.param("echo $(ctxkeeper approve x)", "approve", id="substitution"),
+    pytest.param('echo "done: $(ctxkeeper lift x)"', "lift", id="substitution-in-quotes"),
+    pytest.param("echo `ctxkeeper approve x`", "approve", id="backticks"),
+    pytest.param("(cd sub && ctxkeeper approve x)", "approve", id="subshell"),
+    pytest.param("CLAUDECODE= AI_AGENT= ctxkeeper approve x", "approve", id="env-assignments"),
+    pytest.param("env -u CLAUDECODE ctxkeeper approve x", "approve", id="env-u"),
+    pytest.param("env -i PATH=/usr/bin ctxkeeper approve x", "approve", id="env-i"),
+    pytest.param("sudo -u alice ctxkeeper approve x", "approve", id="sudo"),
+    pytest.param("nohup nice -n 5 timeout 30 ctxkeeper approve x", "approve", id="wrappers"),
+    pytest.param("uv run ctxkeeper approve x", "approve", id="uv-run"),
+    pytest.param(
+        "uv run --with ctxkeeper python -m ctxkeeper approve x", "approve", id="uv-python"
+    ),
+    pytest.param("uvx ctxkeeper approve x", "approve", id="uvx"),
+    pytest.param("pipx run ctxkeeper approve x", "approve", id="pipx"),
+    pytest.param("echo con-1 | xargs ctxkeeper approve", "approve", id="xargs"),
+    pytest.param("eval 'ctxkeeper approve x'", "approve", id="eval"),
+    pytest.param("bash <<'EOF'\nctxkeeper approve x\nEOF", "approve", id="heredoc-to-bash"),
+    pytest.param("sh -c \"bash -c 'ctxkeeper approve x'\"", "approve", id="nested-shells"),
+]
+
+ALLOWED = [
+    pytest.param("ctxkeeper list", id="list"),
+    pytest.param("ctxkeeper status --json", id="status"),
+    pytest.param("ctxkeeper show approve", id="id-named-approve"),
+    pytest.param("ctxkeeper search 'review process'", id="search-review"),
+    pytest.param("ctxkeeper add constraint --rule 'approve nothing blindly'", id="add-mentions"),
+    pytest.param("python3 -m ctxkeeper doctor", id="python-m-doctor"),
+    pytest.param("grep approve file.txt", id="grep"),
+    pytest.param("grep -r 'ctxkeeper approve' docs/", id="grep-quoted"),
+    pytest.param("echo ctxkeeper approve", id="echo"),
+    pytest.param('git commit -m "approve the review"', id="commit-message"),
+    pytest.param('git commit -m "ctxkeeper approve is human-only"', id="commit-names-verb"),
+    pytest.param(
+        "git commit -m \"$(cat <<'EOF'\nctxkeeper approve stays human\nEOF\n)\"",
+        id="commit-heredoc",
+    ),
+    pytest.param("cat <<EOF\nctxkeeper approve x\nEOF", id="heredoc-to-cat"),
+    pytest.param("python3 -c 'print(\"approve\")'", id="python-c"),
+    pytest.param("python3 scripts/ctxkeeper_report.py approve", id="other-script"),
+    pytest.param("ls -la # ctxkeeper approve x", id="comment"),
+    pytest.param("approve", id="bare-verb"),
+    pytest.param("mkctxkeeper approve", id="similar-program"),
+    pytest.param("", id="empty-command"),
+]
+
+
+@pytest.fixture
+def store_project(project: Path) -> Path:
+    make_store(project)
+    return project
+
+
+class TestBashGuard:
+    @pytest.mark.parametrize(("command", "verb"), DENIED)
+    def test_human_verbs_denied(self, store_project: Path, command: str, verb: str) -> None:
+        result = run_hook("PreToolUse", bash(command), store_project)
+        assert result.returncode == 0
+        assert result.denied, command
+        assert f"ctxkeeper {verb} is run by a person in their own terminal" in result.reason
+
+    @pytest.mark.parametrize("command", ALLOWED)
+    def test_everything_else_passes_untouched(self, store_project: Path, command: str) -> None:
+        result = run_hook("PreToolUse", bash(command), store_project, inprocess=True)
+        assert (result.returncode, result.stdout) == (0, "")
+        # Control: the guard is live in this very project.
+        assert run_hook("PreToolUse", bash("ctxkeeper approve x"), store_project).denied
+
+    @pytest.mark.parametrize(("command", "verb"), DENIED)
+    def test_in_process_matches(self, store_project: Path, command: str, verb: str) -> None:
+        result = run_hook("PreToolUse", bash(command), store_project, inprocess=True)
+        assert result.denied
+        assert verb in result.reason
+
+    def test_every_human_verb_is_covered_by_the_table(self) -> None:
+        verbs = {str(param.values[1]) for param in DENIED}
+        assert verbs == set(HUMAN_ONLY)
+
+
+class TestShellWords:
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            pytest.param("a 'b c' \"d e\"", [["a", "b c", "d e"]], id="quotes"),
+            pytest.param(
+                "a && b || c; d | e & f", [["a"], ["b"], ["c"], ["d"], ["e"], ["f"]], id="ops"
+            ),
+            pytest.param("a \\\n b", [["a", "b"]], id="continuation"),
+            pytest.param('x "a \\" b"', [["x", 'a " b']], id="escaped-quote"),
+            pytest.param(
+                "echo $(a $(b))", [["echo", "$(a $(b))"], ["a", "$(b)"], ["b"]], id="nested"
+            ),
+            pytest.param(
+                "cat <<-X\n\tbody\n\tX\nnext", [["cat", "<<-X"], ["next"]], id="heredoc-dash"
+            ),
+            pytest.param(
+                "cat << END\nbody\nEND\nnext", [["cat", "<<", "END"], ["next"]], id="heredoc-space"
+            ),
+            pytest.param("echo 'unterminated", [["echo", "unterminated"]], id="unterminated"),
+        ],
+    )
+    def test_split(self, text: str, expected: list[list[str]]) -> None:
+        assert split_commands(text) == expected
+
+    def test_deep_nesting_is_bounded(self) -> None:
+        text = "$(" * 5000 + "ctxkeeper approve x" + ")" * 5000
+        assert isinstance(split_commands(text), list)

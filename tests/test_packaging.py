@@ -1,0 +1,258 @@
+"""Plugin, marketplace and registry manifests, the licence, the skill, and the isolated launcher."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+import ctxkeeper
+from tests.e2e.claude_session import LAUNCHER, mcp_exchange
+from tests.mcp_wire import REPO_ROOT
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ctxkeeper._types import JSONObject
+
+SERVER_SCHEMA = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"
+KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
+def load(relative: str) -> JSONObject:
+    with open(os.path.join(REPO_ROOT, relative), encoding="utf-8") as handle:
+        document: JSONObject = json.load(handle)
+    return document
+
+
+def read(relative: str) -> str:
+    with open(os.path.join(REPO_ROOT, relative), encoding="utf-8") as handle:
+        return handle.read()
+
+
+def pyproject() -> dict[str, str]:
+    """The plain ``key = "value"`` lines of pyproject's [project] table (tomllib is 3.11+)."""
+    table = read("pyproject.toml").split("[project]\n", 1)[1].split("\n[", 1)[0]
+    return dict(re.findall(r'^(\w+) = "([^"]*)"$', table, re.MULTILINE))
+
+
+class TestPluginManifest:
+    def test_names_and_versions_the_package(self) -> None:
+        manifest = load(".claude-plugin/plugin.json")
+        assert manifest["name"] == "ctxkeeper"
+        assert manifest["version"] == ctxkeeper.__version__
+        assert manifest["license"] == "MIT"
+        assert isinstance(manifest["keywords"], list)
+        assert all(isinstance(k, str) for k in manifest["keywords"])
+        author = manifest["author"]
+        assert isinstance(author, dict)
+        assert author["name"]
+        for key in ("description", "homepage", "repository"):
+            assert isinstance(manifest[key], str)
+            assert manifest[key]
+
+    def test_top_level_copy_is_identical(self) -> None:
+        assert load("plugin.json") == load(".claude-plugin/plugin.json")
+
+    @pytest.mark.parametrize("relative", [".claude-plugin/plugin.json", "plugin.json"])
+    def test_never_lists_the_default_hooks_file(self, relative: str) -> None:
+        # hooks/hooks.json loads by default; naming it again is a "Duplicate hooks file" load
+        # error that leaves the plugin without hooks (claude-code.md §1.3).
+        manifest = load(relative)
+        assert "hooks" not in manifest
+        assert "hooks/hooks.json" not in json.dumps(manifest)
+        # Control: the scan above does see what the manifest holds.
+        assert "ctxkeeper" in json.dumps(manifest)
+
+    def test_marketplace_offers_the_plugin_at_its_root(self) -> None:
+        market = load(".claude-plugin/marketplace.json")
+        assert isinstance(market["name"], str)
+        assert KEBAB.match(market["name"])
+        owner = market["owner"]
+        assert isinstance(owner, dict)
+        assert owner["name"]
+        plugins = market["plugins"]
+        assert isinstance(plugins, list)
+        assert [(p["name"], p["source"]) for p in plugins if isinstance(p, dict)] == [
+            ("ctxkeeper", "./")
+        ]
+
+
+class TestRegistryManifest:
+    def test_shape_of_a_pypi_stdio_server(self) -> None:
+        server = load("server.json")
+        assert server["$schema"] == SERVER_SCHEMA
+        name = server["name"]
+        assert isinstance(name, str)
+        assert re.fullmatch(r"[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+", name)
+        description = server["description"]
+        assert isinstance(description, str)
+        assert 1 <= len(description) <= 100
+        assert server["version"] == ctxkeeper.__version__
+        repository = server["repository"]
+        assert isinstance(repository, dict)
+        assert repository["source"] == "github"
+        assert repository["url"] == load(".claude-plugin/plugin.json")["repository"]
+        packages = server["packages"]
+        assert isinstance(packages, list)
+        assert len(packages) == 1
+        package = packages[0]
+        assert isinstance(package, dict)
+        assert package["registryType"] == "pypi"
+        assert package["identifier"] == pyproject()["name"] == "ctxkeeper"
+        assert package["version"] == server["version"]
+        assert package["runtimeHint"] == "uvx"
+        assert package["transport"] == {"type": "stdio"}
+        assert package["packageArguments"] == [{"type": "positional", "value": "serve"}]
+        # camelCase since 2025-09-16: the snake_case spellings are rejected by the registry.
+        assert "registry_type" not in json.dumps(server)
+
+    def test_readme_claims_the_server_name(self) -> None:
+        # PyPI ownership check: the long description carries `mcp-name: <name>` (mcp.md §16).
+        markers = re.findall(r"mcp-name:\s*(\S+)", read("README.md"))
+        assert markers == [load("server.json")["name"]]
+
+
+class TestLicence:
+    def test_mit_everywhere(self) -> None:
+        text = read("LICENSE")
+        assert text.startswith("MIT License\n")
+        assert "Permission is hereby granted, free of charge" in text
+        assert pyproject()["license"] == "MIT"
+        assert load(".claude-plugin/plugin.json")["license"] == "MIT"
+
+
+class TestSkill:
+    def test_frontmatter_names_it_and_says_when_to_load(self) -> None:
+        text = read("skills/ctxkeeper/SKILL.md")
+        match = re.match(r"---\n(.*?)\n---\n", text, re.DOTALL)
+        assert match, "SKILL.md starts with a frontmatter block"
+        fields = dict(line.split(": ", 1) for line in match.group(1).splitlines())
+        assert fields["name"] == "ctxkeeper"
+        assert fields["description"].startswith("Use when")
+
+    @pytest.mark.parametrize(
+        "needle",
+        [
+            pytest.param("get_context", id="check-before-re-deciding"),
+            pytest.param("`reason` (40", id="constraint-floor"),
+            pytest.param("`why_chosen` (60", id="decision-floor"),
+            pytest.param("incident", id="reason-names-the-incident"),
+            pytest.param("`proposed`", id="a-person-approves"),
+            pytest.param("re-issue the edit", id="gate-denial"),
+        ],
+    )
+    def test_covers(self, needle: str) -> None:
+        assert needle in read("skills/ctxkeeper/SKILL.md")
+
+
+class TestMcpDeclaration:
+    def test_starts_the_launcher_isolated_by_absolute_path(self) -> None:
+        servers = load(".mcp.json")["mcpServers"]
+        assert isinstance(servers, dict)
+        server = servers["ctxkeeper"]
+        assert isinstance(server, dict)
+        assert server["command"] == "python3"
+        assert server["args"] == ["-I", "${CLAUDE_PLUGIN_ROOT}/ctxkeeper_server.py"]
+        assert "env" not in server
+        assert os.path.isfile(LAUNCHER)
+
+
+HOSTILE_FILES = {
+    "ctxkeeper/__init__.py": "pkg-init",
+    "ctxkeeper/__main__.py": "pkg-main",
+    "ctxkeeper/server.py": "pkg-server",
+    "json.py": "json",
+    "scope.py": "scope",
+}
+
+
+def hostile_project(root: Path) -> Path:
+    """A cloned repository whose Python files write a marker when imported or run."""
+    for relative, marker in HOSTILE_FILES.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(
+            f"import os\nopen(os.path.join({str(root)!r}, 'ran-{marker}'), 'w').close()\n",
+            encoding="utf-8",
+        )
+    return root
+
+
+def markers(root: Path) -> list[str]:
+    return sorted(p.name for p in root.iterdir() if p.name.startswith("ran-"))
+
+
+class TestLauncherIsolation:
+    def test_project_code_never_runs_while_the_server_answers(self, tmp_path: Path) -> None:
+        project = hostile_project(tmp_path / "clone")
+        subprocess.run(
+            [sys.executable, "-m", "ctxkeeper", "init", "--project-dir", str(project)],
+            cwd=REPO_ROOT,
+            env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)},
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+        # PYTHONPATH pointing into the clone too: -I must ignore it.
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "CLAUDE_PROJECT_DIR": str(project),
+            "PYTHONPATH": str(project),
+        }
+        replies = mcp_exchange(
+            str(project),
+            [
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}},
+                {
+                    "jsonrpc": "2.0",
+                    "id": 3,
+                    "method": "tools/call",
+                    "params": {"name": "get_project_summary", "arguments": {}},
+                },
+            ],
+            env=env,
+        )
+        tools = replies[1]["result"]
+        assert isinstance(tools, dict)
+        listed = tools["tools"]
+        assert isinstance(listed, list)
+        names = {t["name"] for t in listed if isinstance(t, dict)}
+        assert {"record_entry", "get_context"} <= names
+        summary = replies[2]["result"]
+        assert isinstance(summary, dict)
+        assert not summary.get("isError"), summary
+        assert markers(project) == []
+
+    @pytest.mark.parametrize(
+        ("command", "expected"),
+        [
+            # The old declaration: `-m` puts the working directory (the clone) first.
+            pytest.param(["-m", "ctxkeeper", "serve"], "ran-pkg-init", id="python-m-in-project"),
+            # The launcher without -I: PYTHONPATH (the clone) comes before the standard library.
+            pytest.param([LAUNCHER], "ran-json", id="launcher-without-isolation"),
+        ],
+    )
+    def test_control_the_trap_fires_without_isolation(
+        self, tmp_path: Path, command: list[str], expected: str
+    ) -> None:
+        project = hostile_project(tmp_path / "clone")
+        subprocess.run(
+            [sys.executable, *command],
+            input=b"",
+            cwd=project,
+            env={
+                "PATH": os.environ.get("PATH", ""),
+                "CLAUDE_PROJECT_DIR": str(project),
+                "PYTHONPATH": f"{project}{os.pathsep}{REPO_ROOT}",
+            },
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        assert expected in markers(project)
