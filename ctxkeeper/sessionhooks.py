@@ -175,11 +175,17 @@ def subagent_start(ctx: HookContext) -> JSONObject | None:
 
 
 def pre_compact(ctx: HookContext) -> JSONObject | None:
-    """Re-arm delivery: after compaction every constraint is delivered again.
+    """Re-arm delivery (after compaction every constraint is delivered again) and give the
+    person the quality note as a ``systemMessage``.
 
-    PreCompact output cannot reach the model and its ``systemMessage`` is discarded
-    (reference, "PreCompact"), so the quality note is shown by SessionStart with source
-    ``compact``, which runs right after compaction.
+    The reference says Claude Code 2.1.332 discards PreCompact's ``systemMessage``, so the
+    same note is also shown by SessionStart with source ``compact``, which runs right after
+    compaction; the PreCompact copy costs nothing and reaches the person where it is honoured.
     """
+    from ctxkeeper.summary import project_summary
+
     ledger.rearm(ctx.ledger())
-    return None
+    store = _open(ctx)
+    pending = int(str(project_summary(store).get("pending_review", 0)))
+    note = _person_note(store, pending, compacted=True)
+    return {"systemMessage": note} if note else None

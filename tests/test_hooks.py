@@ -267,8 +267,23 @@ class TestCompaction:
         self._deliver(project)
         result = run_hook("PreCompact", {"session_id": "s1", "trigger": "auto"}, project)
         assert result.returncode == 0
-        assert result.stdout == ""
+        # Nothing for the model; at most the person's quality note.
+        assert "hookSpecificOutput" not in result.stdout
         assert run_hook("PreToolUse", edit(project / "api" / "users.py"), project).denied
+
+    def test_pre_compact_shows_the_person_a_quality_note(
+        self, project: Path, api_store: Store
+    ) -> None:
+        quiet = run_hook("PreCompact", {"session_id": "s1", "trigger": "auto"}, project)
+        add_constraint(
+            api_store,
+            agent=True,
+            scope=["web/"],
+            rule="Pages render without client-side JavaScript",
+        )
+        noted = run_hook("PreCompact", {"session_id": "s1", "trigger": "auto"}, project)
+        assert "awaiting review" not in quiet.stdout
+        assert "1 entry awaiting review" in json.loads(noted.stdout)["systemMessage"]
 
     def test_compact_start_shows_the_quality_note(
         self, project: Path, api_store: Store, inprocess: bool
@@ -494,6 +509,7 @@ class TestSilenceWithoutStore:
         env = hook_env(project if via == "env" else None)
         control = run_hook(event, payload, None, cwd=project, env=env)
         assert control.returncode == 0
+        # PreCompact speaks only when there is a note for the person.
         assert (control.stdout != "") == (event != "PreCompact")
 
 
