@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ctxkeeper.bashguard import HUMAN_ONLY
-from ctxkeeper.shellwords import split_commands
+from ctxkeeper.plugin.bashguard import HUMAN_ONLY
+from ctxkeeper.plugin.shellwords import split_commands
 from tests.hook_harness import bash, make_store, run_hook
 
 TYPE_CHECKING = False

@@ -18,7 +18,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ctxkeeper._types import JSONObject
+    from ctxkeeper.core._types import JSONObject
 
 SERVER_SCHEMA = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"
 KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -166,7 +166,7 @@ class TestMcpDeclaration:
 HOSTILE_FILES = {
     "ctxkeeper/__init__.py": "pkg-init",
     "ctxkeeper/__main__.py": "pkg-main",
-    "ctxkeeper/server.py": "pkg-server",
+    "ctxkeeper/mcp/server.py": "pkg-server",
     "json.py": "json",
     "scope.py": "scope",
 }
