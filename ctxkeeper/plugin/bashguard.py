@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 HUMAN_ONLY = frozenset({"approve", "reject", "lift", "purge", "review"})
 _PROGRAM = "ctxkeeper"
-_MODULES = frozenset({"ctxkeeper", "ctxkeeper.cli", "ctxkeeper.__main__"})
+# ``ctxkeeper.cli`` was the CLI module before the layer layout; it is still a name to catch.
+_MODULES = frozenset({"ctxkeeper", "ctxkeeper.cli", "ctxkeeper.cli.app", "ctxkeeper.__main__"})
 #: Wrappers that run the rest of their words as a command, with the options taking a value.
 _WRAPPERS: dict[str, frozenset[str]] = {
     "env": frozenset({"-u", "--unset", "-C", "--chdir"}),
@@ -105,12 +106,12 @@ def _python_cli_args(words: list[str], i: int) -> list[str] | None:
         elif word.startswith("-"):
             i += 1
         else:
-            # A script: the package directory itself, its __main__.py or cli.py.
+            # A script: the package directory itself, its __main__.py, cli/app.py (or the
+            # cli.py of the flat layout).
             path = word.replace("\\", "/").rstrip("/")
             tail = path.split("/")
-            if tail[-1] == _PROGRAM or (
-                len(tail) > 1 and tail[-2] == _PROGRAM and tail[-1] in ("__main__.py", "cli.py")
-            ):
+            in_package = tail[-2:-1] == [_PROGRAM] and tail[-1] in ("__main__.py", "cli.py")
+            if tail[-1] == _PROGRAM or in_package or tail[-3:] == [_PROGRAM, "cli", "app.py"]:
                 return words[i + 1 :]
             return None
     return None
