@@ -16,7 +16,7 @@ if sys.version_info < (3, 10):  # noqa: UP036 - the message is the point on an o
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 
 # Imported only now: it must come from the plugin root added above.
-from ctxkeeper.server import main
+from ctxkeeper.mcp.server import main
 
 # The project root comes from CLAUDE_PROJECT_DIR, which Claude Code exports to plugin servers.
 raise SystemExit(main(sys.argv[1:]))

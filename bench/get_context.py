@@ -20,12 +20,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ctxkeeper import rank
-from ctxkeeper.store import ENTRIES_FILE, State, Store, render_entries_document
+from ctxkeeper.core.store import ENTRIES_FILE, State, Store, render_entries_document
+from ctxkeeper.read import rank
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ctxkeeper._types import JSONObject
+    from ctxkeeper.core._types import JSONObject
 
 SIZE = 10_000
 QUERIES = [

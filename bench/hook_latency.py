@@ -32,10 +32,10 @@ import uuid
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from ctxkeeper import times
-from ctxkeeper.model import clean_fields, contract_floors, new_entry
-from ctxkeeper.store import Store
-from ctxkeeper.verbs import user_actor
+from ctxkeeper.core import times
+from ctxkeeper.core.model import clean_fields, contract_floors, new_entry
+from ctxkeeper.core.store import Store
+from ctxkeeper.write.verbs import user_actor
 
 PEER_SPEC = "context-keeper-mcp==0.19.*"
 PEER_VENV = os.path.join(ROOT, ".cache", "peer-ck019")

@@ -6,7 +6,7 @@ the time of ``python3 -c pass`` measured in the same run. Claude Code gives a se
 the Python SDK probes discover first (mcp.md §5), so the target is well under 300 ms.
 
 Usage: python3 bench/server_startup.py [--runs N] [--project-dir DIR] [-- SERVER COMMAND...]
-The default server command is ``python3 -m ctxkeeper.server --project-dir DIR``.
+The default server command is ``python3 -m ctxkeeper.mcp.server --project-dir DIR``.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = args.command or [
             sys.executable,
             "-m",
-            "ctxkeeper.server",
+            "ctxkeeper.mcp.server",
             "--project-dir",
             project_dir,
         ]

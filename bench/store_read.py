@@ -12,9 +12,9 @@ import sys
 import tempfile
 import time
 
-from ctxkeeper import journal
-from ctxkeeper._types import JSONObject
-from ctxkeeper.store import ENTRIES_FILE, JOURNAL_FILE, State, Store, render_entries_document
+from ctxkeeper.core import journal
+from ctxkeeper.core._types import JSONObject
+from ctxkeeper.core.store import ENTRIES_FILE, JOURNAL_FILE, State, Store, render_entries_document
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
 ACTOR: JSONObject = {"origin": "user", "user": "bench"}
@@ -82,7 +82,11 @@ def main() -> None:
         f"{N} entries, journal {size:.1f} MB, entries.json "
         f"{os.path.getsize(store.path(ENTRIES_FILE)) / 1e6:.1f} MB"
     )
-    cold = [sys.executable, "-c", f"from ctxkeeper.store import Store; Store.open({root!r}).load()"]
+    cold = [
+        sys.executable,
+        "-c",
+        f"from ctxkeeper.core.store import Store; Store.open({root!r}).load()",
+    ]
     subprocess.run(cold, check=True)  # first run: no verified prefix yet
     timed("cold load in a new process (CLI), x5", lambda: subprocess.run(cold, check=True), 5)
     store.load()

@@ -1,5 +1,5 @@
 """``python3 -m ctxkeeper``: the CLI from a plain checkout."""
 
-from ctxkeeper.cli import main
+from ctxkeeper.cli.app import main
 
 raise SystemExit(main())

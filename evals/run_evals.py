@@ -16,14 +16,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 # The checkout's package, not an installed copy.
-from ctxkeeper import rank
-from ctxkeeper.rank import ContextQuery
-from ctxkeeper.textindex import TextIndex
-from ctxkeeper.times import parse_time
+from ctxkeeper.core.times import parse_time
+from ctxkeeper.read import rank
+from ctxkeeper.read.rank import ContextQuery
+from ctxkeeper.read.textindex import TextIndex
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ctxkeeper._types import JSONObject
+    from ctxkeeper.core._types import JSONObject
 
 #: The instant every case is asked at, so validity windows give the same answer every run.
 EVAL_INSTANT = parse_time("2026-11-30T12:00:00Z", field="eval")

@@ -1,4 +1,4 @@
-"""Measure ctxkeeper.similarity on labelled pairs and sweep its thresholds."""
+"""Measure ctxkeeper.write.similarity on labelled pairs and sweep its thresholds."""
 
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ if str(ROOT) not in sys.path:
     # Runnable from a plain checkout, like the plugin itself: `python3 evals/similarity_eval.py`.
     sys.path.insert(0, str(ROOT))
 
-from ctxkeeper import similarity as sim
+from ctxkeeper.write import similarity as sim
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    from ctxkeeper._types import JSONObject
+    from ctxkeeper.core._types import JSONObject
 
 PAIRS = Path(__file__).resolve().parent / "similarity" / "pairs.jsonl"
 LABELS = ("same", "reworded", "contradiction", "related", "unrelated")
@@ -214,7 +214,7 @@ def tombstone_report(path: Path) -> str:
     """Both directions on ``{"tombstone", "candidate", "expected", "category"}`` lines.
 
     Each tombstone is stored as a deprecated entry and the candidate is checked against it with
-    :func:`ctxkeeper.similarity.matching_tombstone`, the function ``record_entry`` uses.
+    :func:`ctxkeeper.write.similarity.matching_tombstone`, the function ``record_entry`` uses.
     """
     rows: list[tuple[str, str, bool, str]] = []
     with path.open(encoding="utf-8") as file:

@@ -7,8 +7,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 try:
-    from ctxkeeper.commitnote import handle
-    from ctxkeeper.hookio import run
+    from ctxkeeper.plugin.commitnote import handle
+    from ctxkeeper.plugin.hookio import run
 except Exception:  # noqa: BLE001 - a broken install must not disturb the session (fail open)
     raise SystemExit(0) from None
 raise SystemExit(run("PostToolUse", handle))

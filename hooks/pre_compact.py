@@ -7,8 +7,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 try:
-    from ctxkeeper.hookio import run
-    from ctxkeeper.sessionhooks import pre_compact
+    from ctxkeeper.plugin.hookio import run
+    from ctxkeeper.plugin.sessionhooks import pre_compact
 except Exception:  # noqa: BLE001 - a broken install must not disturb the session (fail open)
     raise SystemExit(0) from None
 raise SystemExit(run("PreCompact", pre_compact))

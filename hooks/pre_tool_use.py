@@ -10,22 +10,22 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ctxkeeper._types import JSONObject
-    from ctxkeeper.hookio import HookContext
+    from ctxkeeper.core._types import JSONObject
+    from ctxkeeper.plugin.hookio import HookContext
 
 
 def _handle(ctx: "HookContext") -> "JSONObject | None":
     if ctx.payload.get("tool_name") == "Bash":
-        from ctxkeeper import bashguard
+        from ctxkeeper.plugin import bashguard
 
         return bashguard.handle(ctx)
-    from ctxkeeper import editgate
+    from ctxkeeper.plugin import editgate
 
     return editgate.handle(ctx)
 
 
 try:
-    from ctxkeeper.hookio import run
+    from ctxkeeper.plugin.hookio import run
 except Exception:  # noqa: BLE001 - a broken install must not block edits (fail open)
     raise SystemExit(0) from None
 raise SystemExit(run("PreToolUse", _handle))

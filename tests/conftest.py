@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from ctxkeeper.agentenv import AGENT_ENV_VARS
-from ctxkeeper.store import Store
+from ctxkeeper.cli.agentenv import AGENT_ENV_VARS
+from ctxkeeper.core.store import Store
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

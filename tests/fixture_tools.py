@@ -8,9 +8,9 @@
 
 from __future__ import annotations
 
-from ctxkeeper._types import JSONObject, JSONValue
-from ctxkeeper.errors import StateError
-from ctxkeeper.tooldef import ToolResult, ToolSpec
+from ctxkeeper.core._types import JSONObject, JSONValue
+from ctxkeeper.core.errors import StateError
+from ctxkeeper.mcp.tooldef import ToolResult, ToolSpec
 
 HUGE_CHARS = 200_000
 

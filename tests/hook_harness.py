@@ -10,15 +10,15 @@ import subprocess
 import sys
 from contextlib import redirect_stdout
 
-from ctxkeeper.store import Store
-from ctxkeeper.verbs import agent_actor, record_entry, user_actor
+from ctxkeeper.core.store import Store
+from ctxkeeper.write.verbs import agent_actor, record_entry, user_actor
 from tests.conftest import REPO_ROOT, constraint_fields
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ctxkeeper._types import JSONObject
+    from ctxkeeper.core._types import JSONObject
 
 HOOKS_DIR = os.path.join(REPO_ROOT, "hooks")
 SCRIPTS = {

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from ctxkeeper._types import JSONObject, JSONValue
+from ctxkeeper.core._types import JSONObject, JSONValue
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 E2E_DIR = os.path.join(REPO_ROOT, "tests", "e2e")
@@ -34,12 +34,12 @@ RESULT_DEFINITIONS = {
     "ping": "EmptyResult",
 }
 
-REAL_SERVER_MISSING = "ctxkeeper/tools.py (the real tool registry) is not there yet"
+REAL_SERVER_MISSING = "ctxkeeper/mcp/tools.py (the real tool registry) is not there yet"
 
 
 def real_server_available() -> bool:
     """Whether the real tool registry exists, so ``ctxkeeper serve`` can serve tools."""
-    return importlib.util.find_spec("ctxkeeper.tools") is not None
+    return importlib.util.find_spec("ctxkeeper.mcp.tools") is not None
 
 
 def child_env(**extra: str) -> dict[str, str]:

@@ -12,8 +12,8 @@ import random
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ctxkeeper._types import JSONObject, JSONValue
-from ctxkeeper.argcheck import type_name
+from ctxkeeper.core._types import JSONObject, JSONValue
+from ctxkeeper.mcp.argcheck import type_name
 
 MODERN = "2026-07-28"
 META: JSONObject = {

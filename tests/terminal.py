@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from ctxkeeper.agentenv import AGENT_ENV_VARS, agent_signs
+from ctxkeeper.cli.agentenv import AGENT_ENV_VARS, agent_signs
 from tests.conftest import REPO_ROOT
 
 

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from ctxkeeper.agentenv import AGENT_ENV_VARS, agent_signs, ancestors
-from ctxkeeper.verbs import agent_actor, record_entry, user_actor
+from ctxkeeper.cli.agentenv import AGENT_ENV_VARS, agent_signs, ancestors
+from ctxkeeper.write.verbs import agent_actor, record_entry, user_actor
 from tests.conftest import constraint_fields, decision_fields
 from tests.terminal import on_terminal, person_env, require_person_ancestry
 
@@ -18,7 +18,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ctxkeeper.store import Store
+    from ctxkeeper.core.store import Store
 
 #: A launcher named ``claude`` that stays the CLI's parent (it does not exec it).
 FAKE_CLAUDE = '#!/bin/sh\n"$@"\nexit $?\n'
@@ -40,7 +40,9 @@ class TestSigns:
 
     def test_real_process_table_names_a_claude_ancestor(self, tmp_path: Path) -> None:
         launcher = fake_claude(tmp_path)
-        probe = "import os, sys; from ctxkeeper.agentenv import agent_signs; print(agent_signs({}))"
+        probe = (
+            "import os, sys; from ctxkeeper.cli.agentenv import agent_signs; print(agent_signs({}))"
+        )
         env = person_env()
         under = subprocess.run(
             [launcher, sys.executable, "-c", probe],

@@ -1,4 +1,4 @@
-"""Tests for ctxkeeper.argcheck, the tool-argument validator."""
+"""Tests for ctxkeeper.mcp.argcheck, the tool-argument validator."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from ctxkeeper import argcheck
-from ctxkeeper._types import JSONObject, JSONValue
+from ctxkeeper.core._types import JSONObject, JSONValue
+from ctxkeeper.mcp import argcheck
 from tests.fixture_tools import load_fixture_tools
 
 KIND: JSONObject = {"enum": ["decision", "constraint", "pipeline"]}

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from ctxkeeper import review
-from ctxkeeper.changes import pending_changes
-from ctxkeeper.errors import PreviouslyRejectedError, StateError
-from ctxkeeper.rank import get_context
-from ctxkeeper.store import Store
-from ctxkeeper.tools import load_tools
-from ctxkeeper.verbs import record_entry, update_entry, user_actor
+from ctxkeeper.cli import review
+from ctxkeeper.core.changes import pending_changes
+from ctxkeeper.core.errors import PreviouslyRejectedError, StateError
+from ctxkeeper.core.store import Store
+from ctxkeeper.mcp.tools import load_tools
+from ctxkeeper.read.rank import get_context
+from ctxkeeper.write.verbs import record_entry, update_entry, user_actor
 from tests.conftest import constraint_fields, snapshot_dir
 
 USER = user_actor()

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from ctxkeeper import __version__, cli
-from ctxkeeper.cli import main
-from ctxkeeper.store import Store
+from ctxkeeper import __version__
+from ctxkeeper.cli import app as cli
+from ctxkeeper.cli.app import main
+from ctxkeeper.core.store import Store
 from tests.conftest import REPO_ROOT
 
 TYPE_CHECKING = False
@@ -192,7 +193,7 @@ class TestRecordAndRead:
     def test_refused_content_exits_1(
         self, cli_project: str, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        from ctxkeeper.verbs import deprecate_entry, user_actor
+        from ctxkeeper.write.verbs import deprecate_entry, user_actor
 
         capsys.readouterr()
         token = "ghp_" + "A1b2C3d4E5f6" * 3  # assembled, so no literal secret sits in the repo
@@ -282,7 +283,7 @@ def _on_terminal(project: str, argv: list[str], answer: bytes) -> tuple[int, str
 class TestOnATerminal:
     @pytest.mark.slow
     def test_review_cycle_with_confirmations(self, store: Store) -> None:
-        from ctxkeeper.verbs import agent_actor, record_entry
+        from ctxkeeper.write.verbs import agent_actor, record_entry
         from tests.conftest import constraint_fields, decision_fields
 
         proposed = str(
@@ -466,7 +467,7 @@ class TestOneLineErrors:
         assert "not an entry id" in _one_line(done.stderr)
 
     def test_large_output_into_head(self, store: Store) -> None:
-        from ctxkeeper.verbs import record_entry, user_actor
+        from ctxkeeper.write.verbs import record_entry, user_actor
         from tests.conftest import pipeline_fields
 
         steps = [f"Step {n} of the long release procedure, with details" for n in range(40)]
@@ -548,7 +549,7 @@ class TestEndOfInput:
 
     @pytest.mark.slow
     def test_ctrl_d_at_a_confirmation(self, store: Store) -> None:
-        from ctxkeeper.verbs import agent_actor, record_entry
+        from ctxkeeper.write.verbs import agent_actor, record_entry
         from tests.conftest import decision_fields
 
         proposed = str(
@@ -565,7 +566,7 @@ def _lossy_store(store: Store) -> tuple[str, str]:
     """A store whose repair would drop an entry: entries.json unreadable, journal cut."""
     from pathlib import Path
 
-    from ctxkeeper.verbs import record_entry, user_actor
+    from ctxkeeper.write.verbs import record_entry, user_actor
     from tests.conftest import constraint_fields, decision_fields
 
     kept = str(record_entry(store, "constraint", constraint_fields(), actor=user_actor())["id"])
@@ -609,8 +610,8 @@ class TestDoctorAndHistory:
     def test_history_of_a_purged_id(
         self, cli_project: str, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        from ctxkeeper.review import purge
-        from ctxkeeper.verbs import user_actor
+        from ctxkeeper.cli.review import purge
+        from ctxkeeper.write.verbs import user_actor
 
         capsys.readouterr()
         _, added, _ = run(

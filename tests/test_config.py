@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from ctxkeeper.config import Config, default_document, parse_config
-from ctxkeeper.errors import CorruptFileError, StoreError
+from ctxkeeper.core.config import Config, default_document, parse_config
+from ctxkeeper.core.errors import CorruptFileError, StoreError
 
 
 def doc(**settings: object) -> bytes:

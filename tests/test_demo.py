@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from ctxkeeper.demo import run_demo
+from ctxkeeper.cli.demo import run_demo
 
 
 class TestDemo:

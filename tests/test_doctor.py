@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from ctxkeeper import journal
-from ctxkeeper.doctor import run_doctor
-from ctxkeeper.errors import StoreError
-from ctxkeeper.rank import get_context
-from ctxkeeper.store import ENTRIES_FILE, JOURNAL_FILE, Store
-from ctxkeeper.verbs import record_entry, user_actor
+from ctxkeeper.cli.doctor import run_doctor
+from ctxkeeper.core import journal
+from ctxkeeper.core.errors import StoreError
+from ctxkeeper.core.store import ENTRIES_FILE, JOURNAL_FILE, Store
+from ctxkeeper.read.rank import get_context
+from ctxkeeper.write.verbs import record_entry, user_actor
 from tests.conftest import constraint_fields, decision_fields, pipeline_fields
 
 USER = user_actor()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ctxkeeper.bashguard import HUMAN_ONLY
-from ctxkeeper.shellwords import split_commands
+from ctxkeeper.plugin.bashguard import HUMAN_ONLY
+from ctxkeeper.plugin.shellwords import split_commands
 from tests.hook_harness import bash, make_store, run_hook
 
 TYPE_CHECKING = False
@@ -20,6 +20,8 @@ DENIED = [
     pytest.param("ctxkeeper review", "review", id="review"),
     pytest.param("python3 -m ctxkeeper approve x", "approve", id="python-m"),
     pytest.param("python -m ctxkeeper.cli approve x", "approve", id="python-m-cli"),
+    pytest.param("python -m ctxkeeper.cli.app approve x", "approve", id="python-m-cli-app"),
+    pytest.param("python3 /src/ctxkeeper/cli/app.py lift x", "lift", id="python-cli-app-file"),
     pytest.param("python3.12 -I -X dev -m ctxkeeper approve x", "approve", id="python-options"),
     pytest.param("python3 -mctxkeeper approve x", "approve", id="python-mglued"),
     pytest.param("python3 ./ctxkeeper approve x", "approve", id="python-package-dir"),
@@ -68,6 +70,8 @@ ALLOWED = [
     pytest.param("ctxkeeper search 'review process'", id="search-review"),
     pytest.param("ctxkeeper add constraint --rule 'approve nothing blindly'", id="add-mentions"),
     pytest.param("python3 -m ctxkeeper doctor", id="python-m-doctor"),
+    pytest.param("python3 /src/other/cli/app.py approve x", id="another-cli-app"),
+    pytest.param("python3 -m ctxkeeper.cli.app doctor", id="python-m-cli-app-doctor"),
     pytest.param("grep approve file.txt", id="grep"),
     pytest.param("grep -r 'ctxkeeper approve' docs/", id="grep-quoted"),
     pytest.param("echo ctxkeeper approve", id="echo"),

@@ -7,15 +7,16 @@ import os
 
 import pytest
 
-from ctxkeeper import ledger, scopeindex
+from ctxkeeper.core import scopeindex
+from ctxkeeper.plugin import ledger
 from tests.hook_harness import add_constraint, make_store
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ctxkeeper._types import JSONObject
-    from ctxkeeper.scopeindex import Record
+    from ctxkeeper.core._types import JSONObject
+    from ctxkeeper.core.scopeindex import Record
 
 
 def _record(start: str = "", end: str = "") -> Record:

@@ -2,14 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from ctxkeeper import journal
-from ctxkeeper.errors import CorruptFileError
+from ctxkeeper.core import journal
+from ctxkeeper.core.errors import CorruptFileError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ctxkeeper._types import JSONObject
+    from ctxkeeper.core._types import JSONObject
 
 ACTOR: JSONObject = {"origin": "user", "user": "tester"}
 

@@ -4,14 +4,14 @@ import os
 
 import pytest
 
-from ctxkeeper.errors import (
+from ctxkeeper.core.errors import (
     BelowFloorError,
     ControlCharacterError,
     TooLongError,
     UsageError,
     ValidationError,
 )
-from ctxkeeper.model import (
+from ctxkeeper.core.model import (
     CONTRACT_FLOORS,
     ITEM_MAX,
     TEXT_MAX,
@@ -27,7 +27,7 @@ from tests.conftest import FIELDS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ctxkeeper.store import Store
+    from ctxkeeper.core.store import Store
 
 TEXT_FLOOR_CASES = [
     pytest.param(kind, field, floor, id=f"{kind}-{field}-{floor}")
@@ -179,7 +179,7 @@ class TestLimits:
         assert clean["reason"] == at_max.strip()
 
     def test_mcp_schema_shares_the_maximum(self) -> None:
-        from ctxkeeper.tools import RECORD_INPUT
+        from ctxkeeper.mcp.tools import RECORD_INPUT
 
         properties = RECORD_INPUT["properties"]
         assert isinstance(properties, dict)
@@ -361,7 +361,7 @@ class TestScopesThroughTheVerbs:
     """Every door goes through record_entry, which gives the model the store's project root."""
 
     def test_absolute_scope_and_dot(self, store: Store) -> None:
-        from ctxkeeper.verbs import record_entry, user_actor
+        from ctxkeeper.write.verbs import record_entry, user_actor
 
         absolute = os.path.join(store.root, "src", "billing") + "/"
         result = record_entry(

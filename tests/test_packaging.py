@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -18,7 +19,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ctxkeeper._types import JSONObject
+    from ctxkeeper.core._types import JSONObject
 
 SERVER_SCHEMA = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"
 KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -166,7 +167,7 @@ class TestMcpDeclaration:
 HOSTILE_FILES = {
     "ctxkeeper/__init__.py": "pkg-init",
     "ctxkeeper/__main__.py": "pkg-main",
-    "ctxkeeper/server.py": "pkg-server",
+    "ctxkeeper/mcp/server.py": "pkg-server",
     "json.py": "json",
     "scope.py": "scope",
 }
@@ -256,3 +257,95 @@ class TestLauncherIsolation:
             check=False,
         )
         assert expected in markers(project)
+
+
+# Issue 9's layout: each layer may import only the layers listed before it (README,
+# "Development"), so the MCP door never reaches the person's door and core stands alone.
+LAYERS = ("core", "write", "read", "mcp", "cli", "plugin")
+
+
+def _layers_imported(source: str) -> set[str]:
+    """The ctxkeeper layers a module's source imports, lazy and typing-only imports included."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        names = []
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        for name in names:
+            parts = name.split(".")
+            if len(parts) > 1 and parts[0] == "ctxkeeper" and parts[1] in LAYERS:
+                found.add(parts[1])
+    return found
+
+
+def _ctxkeeper_modules_after(module: str) -> list[str]:
+    """The ctxkeeper modules a fresh interpreter holds after importing ``module``."""
+    listing = "print(*sorted(m for m in sys.modules if m.split('.')[0] == 'ctxkeeper'))"
+    proc = subprocess.run(
+        [sys.executable, "-c", f"import sys, {module}; {listing}"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return proc.stdout.split()
+
+
+class TestLayout:
+    def test_no_layer_imports_a_later_one(self) -> None:
+        upward = []
+        seen = set()
+        for layer in LAYERS:
+            folder = os.path.join(REPO_ROOT, "ctxkeeper", layer)
+            for name in sorted(os.listdir(folder)):
+                if name.endswith(".py"):
+                    imported = _layers_imported(read(os.path.join("ctxkeeper", layer, name)))
+                    seen |= imported
+                    later = LAYERS[LAYERS.index(layer) + 1 :]
+                    upward += [f"{layer}/{name} imports {it}" for it in imported if it in later]
+        assert upward == []
+        # Control: the walk reads real imports, every layer but the last is imported by some.
+        assert seen >= set(LAYERS[:-1])
+
+    def test_control_an_upward_import_is_seen(self) -> None:
+        source = "def f():\n    from ctxkeeper.cli import review\n    import ctxkeeper.mcp.server\n"
+        assert _layers_imported(source) == {"cli", "mcp"}
+        assert _layers_imported("from ctxkeeper import __version__\n") == set()
+
+    @pytest.mark.parametrize("layer", [pytest.param(layer, id=layer) for layer in LAYERS])
+    def test_layer_package_imports_nothing(self, layer: str) -> None:
+        # Hooks import ctxkeeper.core and ctxkeeper.plugin on every tool call (con-001-5f40):
+        # a layer's __init__.py is its docstring, plus for cli the console script's lazy main.
+        body = ast.parse(read(os.path.join("ctxkeeper", layer, "__init__.py"))).body
+        docstring, rest = body[0], body[1:]
+        assert isinstance(docstring, ast.Expr), layer
+        assert isinstance(docstring.value, ast.Constant), layer
+        assert isinstance(docstring.value.value, str), layer
+        if layer != "cli":
+            assert rest == []
+        assert _ctxkeeper_modules_after(f"ctxkeeper.{layer}") == ["ctxkeeper", f"ctxkeeper.{layer}"]
+
+    def test_control_the_listing_sees_a_module_import(self) -> None:
+        loaded = _ctxkeeper_modules_after("ctxkeeper.core.scope")
+        assert loaded == [
+            "ctxkeeper",
+            "ctxkeeper.core",
+            "ctxkeeper.core.errors",
+            "ctxkeeper.core.scope",
+        ]
+
+    def test_console_script_target_runs(self) -> None:
+        script = dict(re.findall(r'^(\w+) = "([^"]*)"$', read("pyproject.toml"), re.MULTILINE))
+        module, function = script["ctxkeeper"].split(":")
+        code = f"import sys; from {module} import {function}; sys.exit({function}(['--version']))"
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert ctxkeeper.__version__ in proc.stdout

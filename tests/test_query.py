@@ -5,11 +5,17 @@ from typing import Any
 
 import pytest
 
-from ctxkeeper import times
-from ctxkeeper.errors import UsageError
-from ctxkeeper.query import query_entries
-from ctxkeeper.store import Store
-from ctxkeeper.verbs import agent_actor, deprecate_entry, record_entry, update_entry, user_actor
+from ctxkeeper.core import times
+from ctxkeeper.core.errors import UsageError
+from ctxkeeper.core.store import Store
+from ctxkeeper.read.query import query_entries
+from ctxkeeper.write.verbs import (
+    agent_actor,
+    deprecate_entry,
+    record_entry,
+    update_entry,
+    user_actor,
+)
 from tests.conftest import constraint_fields, decision_fields, pipeline_fields
 
 USER = user_actor()

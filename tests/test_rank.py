@@ -4,11 +4,11 @@ from typing import Any
 
 import pytest
 
-from ctxkeeper import rank
-from ctxkeeper.errors import UsageError
-from ctxkeeper.rank import get_context
-from ctxkeeper.store import Store
-from ctxkeeper.verbs import agent_actor, deprecate_entry, record_entry, user_actor
+from ctxkeeper.core.errors import UsageError
+from ctxkeeper.core.store import Store
+from ctxkeeper.read import rank
+from ctxkeeper.read.rank import get_context
+from ctxkeeper.write.verbs import agent_actor, deprecate_entry, record_entry, user_actor
 from tests.conftest import constraint_fields, decision_fields, pipeline_fields
 
 USER = user_actor()

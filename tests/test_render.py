@@ -1,4 +1,4 @@
-"""Tests for ctxkeeper.render: what reaches a person's terminal shows what is stored."""
+"""Tests for ctxkeeper.read.render: what reaches a person's terminal shows what is stored."""
 
 from __future__ import annotations
 
@@ -7,16 +7,16 @@ import os
 
 import pytest
 
-from ctxkeeper import render
-from ctxkeeper.cli import main
-from ctxkeeper.render import visible
-from ctxkeeper.verbs import record_entry, user_actor
+from ctxkeeper.cli.app import main
+from ctxkeeper.read import render
+from ctxkeeper.read.render import visible
+from ctxkeeper.write.verbs import record_entry, user_actor
 from tests.conftest import constraint_fields
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ctxkeeper._types import JSONObject
-    from ctxkeeper.store import Store
+    from ctxkeeper.core._types import JSONObject
+    from ctxkeeper.core.store import Store
 
 # A rule that, printed raw, erases its own line and shows a different one (ESC [2K, CR), and a
 # right-to-left override that reverses what follows it.

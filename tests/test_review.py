@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import pytest
 
-from ctxkeeper import review
-from ctxkeeper.errors import PreviouslyRejectedError, StateError, UsageError
-from ctxkeeper.store import Store
-from ctxkeeper.verbs import agent_actor, record_entry, update_entry, user_actor
+from ctxkeeper.cli import review
+from ctxkeeper.core.errors import PreviouslyRejectedError, StateError, UsageError
+from ctxkeeper.core.store import Store
+from ctxkeeper.write.verbs import agent_actor, record_entry, update_entry, user_actor
 from tests.conftest import constraint_fields, decision_fields
 
 USER = user_actor()

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ctxkeeper.store import Store
+from ctxkeeper.core.store import Store
 from tests.mcp_wire import child_env, prepare_real_store
 from tests.terminal import on_terminal, person_env, require_person_ancestry
 

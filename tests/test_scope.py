@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ctxkeeper.errors import CtxkeeperError, UsageError
-from ctxkeeper.scope import covers, normalize_scope, relative_path, scope_covers, specificity
+from ctxkeeper.core.errors import CtxkeeperError, UsageError
+from ctxkeeper.core.scope import covers, normalize_scope, relative_path, scope_covers, specificity
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -281,7 +281,7 @@ class TestSpecificity:
 
 
 def test_import_stays_light() -> None:
-    # Hooks import ctxkeeper.scope before every edit; these modules would slow every start-up.
+    # Hooks import ctxkeeper.core.scope before every edit; these modules would slow every start-up.
     heavy = "{'re', 'pathlib', 'typing', 'json', 'unicodedata'}"
     listing = f"print(' '.join(sorted(m for m in sys.modules if m in {heavy})))"
 
@@ -296,4 +296,4 @@ def test_import_stays_light() -> None:
         return set(result.stdout.split())
 
     baseline = loaded("sys")
-    assert loaded("sys, ctxkeeper.scope") - baseline == set()
+    assert loaded("sys, ctxkeeper.core.scope") - baseline == set()

@@ -1,4 +1,4 @@
-"""Tests for ctxkeeper.secretscan: vendor tokens, assignments, URLs and their look-alikes."""
+"""Tests for ctxkeeper.core.secretscan: vendor tokens, assignments, URLs and their look-alikes."""
 
 from __future__ import annotations
 
@@ -12,17 +12,17 @@ import uuid
 
 import pytest
 
-from ctxkeeper.capture import check_candidate
-from ctxkeeper.errors import PreviouslyRejectedError, SecretDetectedError
-from ctxkeeper.model import contract_floors
-from ctxkeeper.secretscan import check_fields, find_secret, scan_fields
-from ctxkeeper.verbs import deprecate_entry, record_entry, update_entry, user_actor
+from ctxkeeper.core.errors import PreviouslyRejectedError, SecretDetectedError
+from ctxkeeper.core.model import contract_floors
+from ctxkeeper.core.secretscan import check_fields, find_secret, scan_fields
+from ctxkeeper.write.capture import check_candidate
+from ctxkeeper.write.verbs import deprecate_entry, record_entry, update_entry, user_actor
 from tests.conftest import constraint_fields, snapshot_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ctxkeeper._types import JSONValue
-    from ctxkeeper.store import Store
+    from ctxkeeper.core._types import JSONValue
+    from ctxkeeper.core.store import Store
 
 FLOORS = contract_floors()
 

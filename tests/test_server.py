@@ -1,4 +1,4 @@
-"""Tests for ctxkeeper.server and ctxkeeper.jsonrpc: framing, both eras, tools, hostile input."""
+"""Tests for ctxkeeper.mcp.server and ctxkeeper.mcp.jsonrpc: framing, both eras, tools, hostile input."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from ctxkeeper import jsonrpc, server, toolcall
-from ctxkeeper._types import JSONObject, JSONValue
-from ctxkeeper.errors import PreviouslyRejectedError
-from ctxkeeper.tooldef import ToolResult, ToolSpec
+from ctxkeeper.core._types import JSONObject, JSONValue
+from ctxkeeper.core.errors import PreviouslyRejectedError
+from ctxkeeper.mcp import jsonrpc, server, toolcall
+from ctxkeeper.mcp.tooldef import ToolResult, ToolSpec
 from tests.fixture_tools import HUGE_CHARS, load_fixture_tools
 from tests.mcp_wire import (
     REAL_SERVER_MISSING,
@@ -641,7 +641,7 @@ def _real_registry(tmp_path: str) -> Registry:
     import importlib
 
     load_tools: Callable[[str], Sequence[ToolSpec]] = importlib.import_module(
-        "ctxkeeper.tools"
+        "ctxkeeper.mcp.tools"
     ).load_tools
     return lambda: load_tools(tmp_path)
 
@@ -661,7 +661,7 @@ class TestRegistry:
         assert tools_list_tokens(registry()) < 3000
 
     def test_input_schemas_use_only_checked_keywords(self, registry: Registry) -> None:
-        from ctxkeeper import argcheck
+        from ctxkeeper.mcp import argcheck
 
         for spec in registry():
             argcheck.check_schema(spec.input_schema, path=f"{spec.name}.inputSchema")
@@ -945,14 +945,14 @@ class TestMain:
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         seen: list[str | None] = []
-        fake = types.ModuleType("ctxkeeper.tools")
+        fake = types.ModuleType("ctxkeeper.mcp.tools")
 
         def load_tools(project_dir: str | None) -> list[ToolSpec]:
             seen.append(project_dir)
             return load_fixture_tools()
 
         fake.load_tools = load_tools  # type: ignore[attr-defined]
-        monkeypatch.setitem(sys.modules, "ctxkeeper.tools", fake)
+        monkeypatch.setitem(sys.modules, "ctxkeeper.mcp.tools", fake)
         stdout = _Stdio()
         monkeypatch.setattr(sys, "stdin", _Stdio(line(request("tools/list", 1))))
         monkeypatch.setattr(sys, "stdout", stdout)
@@ -990,7 +990,7 @@ class TestMain:
 
     def test_module_runs_as_a_script(self, tmp_path: object) -> None:
         done = subprocess.run(
-            [sys.executable, "-m", "ctxkeeper.server", "--project-dir", str(tmp_path)],
+            [sys.executable, "-m", "ctxkeeper.mcp.server", "--project-dir", str(tmp_path)],
             input=line(modern("server/discover", 1)) + line(initialize()),
             capture_output=True,
             env=child_env(),

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from ctxkeeper import similarity
-from ctxkeeper.similarity import (
+from ctxkeeper.write import similarity
+from ctxkeeper.write.similarity import (
     RESTATEMENT_THRESHOLD,
     SIMILAR_THRESHOLD,
     SUPERSESSION_THRESHOLD,

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from ctxkeeper import journal
-from ctxkeeper.errors import CorruptFileError, StoreError, UnsafeStoreError, UsageError
-from ctxkeeper.model import clean_fields, contract_floors, new_entry
-from ctxkeeper.store import ENTRIES_FILE, JOURNAL_FILE, Store
+from ctxkeeper.core import journal
+from ctxkeeper.core.errors import CorruptFileError, StoreError, UnsafeStoreError, UsageError
+from ctxkeeper.core.model import clean_fields, contract_floors, new_entry
+from ctxkeeper.core.store import ENTRIES_FILE, JOURNAL_FILE, Store
 from tests.conftest import REPO_ROOT, constraint_fields, snapshot_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ctxkeeper._types import JSONObject
+    from ctxkeeper.core._types import JSONObject
 
 ACTOR: JSONObject = {"origin": "user", "user": "tester"}
 AT = "2026-11-30T09:15:00Z"
@@ -213,8 +213,8 @@ CRASH_SCRIPT = textwrap.dedent(
     """
     import os, signal, sys
     sys.path.insert(0, {root!r})
-    from ctxkeeper import store as store_module
-    from ctxkeeper.store import Store
+    from ctxkeeper.core import store as store_module
+    from ctxkeeper.core.store import Store
     from tests.test_store import put_constraint
 
     def die(self, state):
@@ -290,8 +290,8 @@ CONCURRENT_SCRIPT = textwrap.dedent(
     """
     import sys
     sys.path.insert(0, {root!r})
-    from ctxkeeper.store import Store
-    from ctxkeeper.verbs import record_entry, user_actor
+    from ctxkeeper.core.store import Store
+    from ctxkeeper.write.verbs import record_entry, user_actor
 
     worker = int(sys.argv[1])
     store = Store.open({project!r})
@@ -329,8 +329,8 @@ HOLD_LOCK_SCRIPT = textwrap.dedent(
     """
     import sys, time
     sys.path.insert(0, {root!r})
-    from ctxkeeper import fsutil
-    from ctxkeeper.store import Store
+    from ctxkeeper.core import fsutil
+    from ctxkeeper.core.store import Store
     store = Store.open({project!r})
     with fsutil.exclusive_lock(store.path(".lock")):
         print("locked", flush=True)
@@ -342,7 +342,7 @@ READ_SCRIPT = textwrap.dedent(
     """
     import sys, time
     sys.path.insert(0, {root!r})
-    from ctxkeeper.store import Store
+    from ctxkeeper.core.store import Store
     started = time.monotonic()
     state = Store.open({project!r}).load()
     print(len(state.entries), round(time.monotonic() - started, 3))
@@ -429,8 +429,8 @@ class TestOddFiles:
             put_constraint(store)
 
     def test_purged_id_keeps_its_history(self, store: Store) -> None:
-        from ctxkeeper.review import purge
-        from ctxkeeper.store import PurgedError
+        from ctxkeeper.cli.review import purge
+        from ctxkeeper.core.store import PurgedError
 
         gone = put_constraint(store)
         kept = put_constraint(store, "Refunds go through the ledger service only")
@@ -446,7 +446,7 @@ class TestVerifiedPrefix:
     def test_unchanged_journal_is_not_reread(
         self, store: Store, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        from ctxkeeper import journalfile
+        from ctxkeeper.core import journalfile
 
         put_constraint(store)
         put_constraint(store, "Refunds go through the ledger service only")

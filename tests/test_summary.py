@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxkeeper.store import Store
-from ctxkeeper.summary import project_summary, render_summary
-from ctxkeeper.verbs import agent_actor, record_entry, user_actor
+from ctxkeeper.core.store import Store
+from ctxkeeper.read.summary import project_summary, render_summary
+from ctxkeeper.write.verbs import agent_actor, record_entry, user_actor
 from tests.conftest import constraint_fields, decision_fields
 
 USER = user_actor()
@@ -80,7 +80,7 @@ class TestSummary:
         assert "cut to fit" in render_summary(small)
 
     def test_pending_changes_are_listed_and_the_rule_stays_in_force(self, store: Store) -> None:
-        from ctxkeeper.verbs import update_entry
+        from ctxkeeper.write.verbs import update_entry
 
         hard = str(record_entry(store, "constraint", constraint_fields(), actor=USER)["id"])
         result: Any = update_entry(

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from ctxkeeper import text
-from ctxkeeper.text import NEGATION, STOPWORDS, fingerprint, stem, terms, tokenize
+from ctxkeeper.core import text
+from ctxkeeper.core.text import NEGATION, STOPWORDS, fingerprint, stem, terms, tokenize
 
 
 class TestTokenize:

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from ctxkeeper import times
-from ctxkeeper.errors import UsageError, ValidationError
-from ctxkeeper.query import query_entries
-from ctxkeeper.rank import get_context
-from ctxkeeper.store import ENTRIES_FILE, Store
-from ctxkeeper.summary import project_summary
-from ctxkeeper.verbs import record_entry, update_entry, user_actor
+from ctxkeeper.core import times
+from ctxkeeper.core.errors import UsageError, ValidationError
+from ctxkeeper.core.store import ENTRIES_FILE, Store
+from ctxkeeper.read.query import query_entries
+from ctxkeeper.read.rank import get_context
+from ctxkeeper.read.summary import project_summary
+from ctxkeeper.write.verbs import record_entry, update_entry, user_actor
 from tests.conftest import constraint_fields, decision_fields
 
 USER = user_actor()

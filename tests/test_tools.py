@@ -12,17 +12,17 @@ from typing import Any
 import jsonschema
 import pytest
 
-from ctxkeeper import tools
-from ctxkeeper.errors import CtxkeeperError
-from ctxkeeper.store import Store
-from ctxkeeper.toolcall import run_tool
-from ctxkeeper.tools import load_tools
+from ctxkeeper.core.errors import CtxkeeperError
+from ctxkeeper.core.store import Store
+from ctxkeeper.mcp import tools
+from ctxkeeper.mcp.toolcall import run_tool
+from ctxkeeper.mcp.tools import load_tools
 from tests.conftest import REPO_ROOT, constraint_fields, snapshot_dir
 from tests.e2e.tool_examples import EXAMPLE_CALLS, resolve
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ctxkeeper._types import JSONObject
+    from ctxkeeper.core._types import JSONObject
 
 
 def by_name(store: Store) -> dict[str, Any]:
@@ -177,7 +177,7 @@ class TestAgentSurface:
             assert "status" not in properties or spec.name == "query_entries"
 
     def test_tool_list_fits_the_token_budget(self) -> None:
-        from ctxkeeper.toolcall import describe_tool
+        from ctxkeeper.mcp.toolcall import describe_tool
 
         listed = [describe_tool(spec) for spec in load_tools()]
         assert len(json.dumps(listed)) / 4 < 3000
@@ -203,8 +203,8 @@ class TestStructuralGate:
     def test_server_never_imports_review_even_after_every_tool_ran(self, store: Store) -> None:
         calls = textwrap.dedent(
             """
-            import ctxkeeper.server
-            from ctxkeeper.tools import load_tools
+            import ctxkeeper.mcp.server
+            from ctxkeeper.mcp.tools import load_tools
             from tests.e2e.tool_examples import EXAMPLE_CALLS, resolve
             specs = {s.name: s for s in load_tools(PROJECT)}
             recorded = None
@@ -215,10 +215,10 @@ class TestStructuralGate:
             """
         )
         loaded = _modules_after(calls, store.root)
-        assert "ctxkeeper.server" in loaded
-        assert "ctxkeeper.verbs" in loaded
-        assert "ctxkeeper.review" not in loaded
+        assert "ctxkeeper.mcp.server" in loaded
+        assert "ctxkeeper.write.verbs" in loaded
+        assert "ctxkeeper.cli.review" not in loaded
 
     def test_control_the_probe_sees_review_when_it_is_loaded(self, store: Store) -> None:
-        loaded = _modules_after("import ctxkeeper.cli, ctxkeeper.review", store.root)
-        assert "ctxkeeper.review" in loaded
+        loaded = _modules_after("import ctxkeeper.cli.app, ctxkeeper.cli.review", store.root)
+        assert "ctxkeeper.cli.review" in loaded

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from ctxkeeper import journal
-from ctxkeeper.doctor import run_doctor
-from ctxkeeper.errors import (
+from ctxkeeper.cli.doctor import run_doctor
+from ctxkeeper.core import journal
+from ctxkeeper.core.errors import (
     BelowFloorError,
     NotFoundError,
     PreviouslyRejectedError,
@@ -16,8 +16,8 @@ from ctxkeeper.errors import (
     StateError,
     UsageError,
 )
-from ctxkeeper.store import Store
-from ctxkeeper.verbs import (
+from ctxkeeper.core.store import Store
+from ctxkeeper.write.verbs import (
     agent_actor,
     deprecate_entry,
     get_entry,

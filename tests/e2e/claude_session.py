@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
-    from ctxkeeper._types import JSONObject, JSONValue
+    from ctxkeeper.core._types import JSONObject, JSONValue
 
 CLAUDE = os.path.join(CLIENTS_DIR, "claude", "node_modules", ".bin", "claude")
 CLAUDE_WHAT = "@anthropic-ai/claude-code 2.1.332"

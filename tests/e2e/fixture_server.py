@@ -9,7 +9,7 @@ import sys
 _TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(_TESTS))
 
-from ctxkeeper.server import INSTRUCTIONS, serve  # after the sys.path setup
+from ctxkeeper.mcp.server import INSTRUCTIONS, serve  # after the sys.path setup
 
 
 def main() -> int:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from types import TracebackType
 
-    from ctxkeeper._types import JSONObject, JSONValue
+    from ctxkeeper.core._types import JSONObject, JSONValue
 
 
 class ToolCall:

@@ -27,7 +27,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from ctxkeeper._types import JSONObject
+    from ctxkeeper.core._types import JSONObject
 
 BOGUS_ARGUMENTS: JSONObject = {"\u0000bogus": 1}
 

@@ -23,7 +23,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ctxkeeper._types import JSONObject, JSONValue
+    from ctxkeeper.core._types import JSONObject, JSONValue
 
 pytestmark = pytest.mark.slow
 

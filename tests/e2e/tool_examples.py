@@ -14,7 +14,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ctxkeeper._types import JSONObject, JSONValue
+    from ctxkeeper.core._types import JSONObject, JSONValue
 
 RECORDED_ID = "$recorded_id"
 
@@ -26,7 +26,7 @@ _DECISION: JSONObject = {
     "why_chosen": "A sequential standard-library loop answers every request in order, starts "
     "in tens of milliseconds and needs nothing from PyPI at run time.",
     "alternatives": ["The official SDK: pulls in pydantic, anyio and more at run time"],
-    "scope": ["ctxkeeper/server.py"],
+    "scope": ["ctxkeeper/mcp/server.py"],
     "tags": ["mcp", "e2e-example"],
 }
 
@@ -35,10 +35,10 @@ EXAMPLE_CALLS: dict[str, list[JSONObject]] = {
     "echo": [{"text": "hello"}, {"text": "é☕", "times": 3, "tags": ["a", "b-2"], "shout": True}],
     "add_note": [{"note": "remember the milk"}, {"note": "abc", "outcome": "stored"}],
     "sum_numbers": [{"numbers": [1, 2.5, -3]}, {"numbers": [0.125], "round_to": 2}],
-    # The real registry (ctxkeeper/tools.py).
+    # The real registry (ctxkeeper/mcp/tools.py).
     "record_entry": [_DECISION],
     "get_context": [
-        {"query": "stdio JSON-RPC loop", "path": "ctxkeeper/server.py"},
+        {"query": "stdio JSON-RPC loop", "path": "ctxkeeper/mcp/server.py"},
         {"kinds": ["constraint"], "token_budget": 500},
     ],
     "query_entries": [{}, {"kinds": ["decision"], "tags_any": ["mcp"], "limit": 5}],

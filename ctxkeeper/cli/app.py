@@ -1,0 +1,637 @@
+"""The ``ctxkeeper`` command line: a thin door that parses argv and renders the verbs' results."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import NoReturn
+
+from ctxkeeper import __version__
+from ctxkeeper.core.errors import (
+    BelowFloorError,
+    CtxkeeperError,
+    SecretDetectedError,
+    UsageError,
+    ValidationError,
+)
+from ctxkeeper.core.model import KIND_FIELDS, KINDS, STATUSES, TEXT_FIELDS
+from ctxkeeper.read import render
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from ctxkeeper.core._types import JSONObject, JSONValue
+    from ctxkeeper.core.store import Store
+
+#: Verbs only a person at a terminal may run (DESIGN.md, "Review policy").
+HUMAN_VERBS = ("approve", "reject", "lift", "purge")
+_LIST_INPUTS = ("alternatives", "steps", "scope", "tags", "related_to", "supersedes")
+_SCALAR_INPUTS = (
+    "summary",
+    "problem",
+    "why_chosen",
+    "rule",
+    "reason",
+    "hardness",
+    "name",
+    "purpose",
+    "valid_from",
+    "valid_until",
+)
+_PROMPTS = {
+    "summary": "summary: what was decided, in one line",
+    "problem": "problem: what forced a choice",
+    "why_chosen": "why chosen: why this option won",
+    "rule": "rule: what must (or must not) be done",
+    "reason": "reason: the incident or cost behind the rule",
+    "hardness": "hardness: hard (stops the first edit until read) or soft",
+    "name": "name",
+    "purpose": "purpose: what the procedure achieves and when to run it",
+}
+
+
+class _Args(argparse.Namespace):
+    command: str
+    project_dir: str | None
+    json: bool
+    kind: str
+    ids: list[str]
+    id: str
+    reason: str | None
+    statuses: list[str] | None
+    kinds: list[str] | None
+    repair: bool
+    query: str
+    path: str | None
+    budget: int
+    include_history: bool
+
+
+class _FailureError(Exception):
+    """An error already worded for the terminal, with its exit status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _fail(message: str, status: int = 1) -> NoReturn:
+    raise _FailureError(message, status)
+
+
+#: Exit status of a write refused for its content, not its form (DESIGN.md, "CLI").
+_REFUSED = (BelowFloorError, SecretDetectedError)
+#: Exit status when stdout is a pipe whose reader has gone: what a shell reports for a
+#: program killed by SIGPIPE (128 + 13), which is how ``cat`` or ``grep`` end in ``| head``.
+_BROKEN_PIPE_STATUS = 141
+_DEBUG_VARIABLE = "CTXKEEPER_DEBUG"
+
+
+def _add_common_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    parser.add_argument(
+        "--project-dir",
+        default=argparse.SUPPRESS if suppress else None,
+        help="project root (default: CLAUDE_PROJECT_DIR, git top-level, or cwd)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS if suppress else False,
+        help="print machine-readable JSON",
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    # The options are accepted before the verb and after it. After it they are added with
+    # SUPPRESS defaults, so a verb that was not given them leaves the value from before the
+    # verb in place, and one that was given them wins.
+    common = argparse.ArgumentParser(add_help=False)
+    _add_common_options(common, suppress=True)
+    parser = argparse.ArgumentParser(
+        prog="ctxkeeper",
+        description="Typed project memory for coding agents: decisions, constraints, pipelines.",
+    )
+    parser.add_argument("--version", action="version", version=f"ctxkeeper {__version__}")
+    _add_common_options(parser, suppress=False)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="VERB")
+
+    sub.add_parser(
+        "init", parents=[common], help="create .context/ with config.json and .gitignore"
+    )
+    add = sub.add_parser("add", parents=[common], help="record an entry (origin: user)")
+    add.add_argument("kind", choices=KINDS)
+    for field in _SCALAR_INPUTS:
+        add.add_argument("--" + field.replace("_", "-"), dest=field, default=None)
+    for field in _LIST_INPUTS:
+        add.add_argument("--" + field.replace("_", "-"), dest=field, action="append", default=None)
+
+    listing = sub.add_parser("list", parents=[common], help="list entries")
+    listing.add_argument("--kind", dest="kinds", action="append", choices=KINDS)
+    listing.add_argument("--status", dest="statuses", action="append", choices=STATUSES)
+    for verb, text in (("show", "show one entry"), ("history", "show an entry's revisions")):
+        sub.add_parser(verb, parents=[common], help=text).add_argument("id")
+    search = sub.add_parser("search", parents=[common], help="ranked search (get_context)")
+    search.add_argument("query", nargs="?", default="")
+    search.add_argument("--path", help="a file you are about to change")
+    search.add_argument("--kind", dest="kinds", action="append", choices=KINDS)
+    search.add_argument("--budget", type=int, default=4000, help="token budget (default 4000)")
+    search.add_argument("--include-history", action="store_true")
+    sub.add_parser("status", parents=[common], help="counts, pending reviews")
+    sub.add_parser("review", parents=[common], help="list entries awaiting review")
+    doctor = sub.add_parser("doctor", parents=[common], help="verify journal and entries")
+    doctor.add_argument(
+        "--repair", action="store_true", help="rebuild a corrupt entries.json from the journal"
+    )
+
+    for verb, text in (
+        ("approve", "approve proposed entries"),
+        ("reject", "reject proposed entries"),
+    ):
+        human = sub.add_parser(verb, parents=[common], help=text + " (terminal only)")
+        human.add_argument("ids", nargs="+", metavar="ID")
+        human.add_argument("--reason", required=verb == "reject")
+    lift = sub.add_parser("lift", parents=[common], help="lift a tombstone (terminal only)")
+    lift.add_argument("id")
+    lift.add_argument("--reason")
+    purge = sub.add_parser("purge", parents=[common], help="remove an entry (terminal only)")
+    purge.add_argument("id")
+    purge.add_argument("--reason", required=True)
+
+    sub.add_parser("demo", parents=[common], help="walk through ctxkeeper on a sample store")
+    sub.add_parser("serve", parents=[common], help="run the MCP stdio server")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one verb; return the exit status (0 ok, 1 refused or failed, 2 usage).
+
+    Every failure is one line on stderr; a traceback only with ``CTXKEEPER_DEBUG=1``.
+    """
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    undecodable = _undecodable_argument(arguments)
+    if undecodable:
+        print(f"ctxkeeper: {undecodable}", file=sys.stderr)
+        return 2
+    args = _parser().parse_args(arguments, _Args())
+    try:
+        status = _HANDLERS[args.command](args)
+        # Written here, a closed pipe is caught below rather than at interpreter exit. With
+        # fd 1 closed at start-up (`>&-`) there is no sys.stdout and print() discards.
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _drop_stdout()
+        return _BROKEN_PIPE_STATUS
+    except _FailureError as failure:
+        return _report_error(args, "error", str(failure), failure.status)
+    except CtxkeeperError as exc:
+        return _report_error(args, exc.code, str(exc), _exit_status(exc))
+    except KeyboardInterrupt:
+        return _report_error(args, "interrupted", "interrupted; nothing was written", 1)
+    except EOFError:
+        if _interactive():
+            print(file=sys.stderr)  # end the prompt's line
+        return _report_error(args, "end_of_input", "end of input; nothing was written", 1)
+    except OSError as exc:
+        return _report_error(args, "os_error", _os_failure(f"cannot {args.command}", exc), 1)
+    except Exception as exc:  # noqa: BLE001  # the last resort: one line, the traceback on demand
+        _debug_traceback()
+        message = (
+            f"this is a bug in ctxkeeper: {type(exc).__name__}: {exc} "
+            f"(set {_DEBUG_VARIABLE}=1 to see the traceback)"
+        )
+        return _report_error(args, "internal_error", message, 1)
+    return status
+
+
+def _undecodable_argument(arguments: list[str]) -> str | None:
+    # Python hands bytes that are not UTF-8 over as lone surrogates (PEP 383); no store file
+    # or terminal line could hold them, so they are refused before anything runs.
+    for position, argument in enumerate(arguments, start=1):
+        try:
+            argument.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = argument.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            return f"argument {position} ({shown!r}) is not valid UTF-8; pass UTF-8 text"
+    return None
+
+
+# con-009-df39: malformed request 2, refusal 1.
+def _exit_status(exc: CtxkeeperError) -> int:
+    """2 for a request malformed in itself (an unknown or missing field, a value outside a
+    closed vocabulary, a bad id or time); 1 for one refused for its content or the store's
+    state (a floor, a secret, a tombstone, a frozen entry, no such entry, a broken store)."""
+    if isinstance(exc, _REFUSED):
+        return 1
+    return 2 if isinstance(exc, (UsageError, ValidationError)) else 1
+
+
+def _os_failure(what: str, exc: OSError) -> str:
+    """``what (path): reason``, the path and reason from the OS."""
+    # A call on a descriptor reports the number as its filename; it names nothing.
+    paths = [os.fsdecode(p) for p in (exc.filename, exc.filename2) if isinstance(p, (str, bytes))]
+    where = f" ({' -> '.join(paths)})" if paths else ""
+    return f"{what}{where}: {exc.strerror or exc}"
+
+
+def _debug_traceback() -> None:
+    if os.environ.get(_DEBUG_VARIABLE) == "1":
+        import traceback
+
+        traceback.print_exc()
+
+
+def _drop_stdout() -> None:
+    # Python flushes stdout once more at exit; pointed at /dev/null that flush cannot fail
+    # with a second BrokenPipeError ("Exception ignored ...", exit 120).
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass  # not a real file (captured in tests); nothing is flushed at exit
+
+
+def _report_error(args: _Args, code: str, message: str, status: int) -> int:
+    if getattr(args, "json", False):
+        try:
+            print(json.dumps({"error": code, "message": message}), flush=True)
+        except BrokenPipeError:
+            _drop_stdout()
+    print(f"ctxkeeper: {message}", file=sys.stderr)
+    return status
+
+
+def _store(args: _Args) -> Store:
+    from ctxkeeper.core.store import Store
+
+    store = Store.open(args.project_dir)
+    if args.command != "init":
+        store.require()
+    return store
+
+
+def _emit(args: _Args, data: JSONValue, text: str) -> int:
+    print(json.dumps(data, indent=2, ensure_ascii=False) if args.json else text)
+    return 0
+
+
+def _init(args: _Args) -> int:
+    store = _store(args)
+    try:
+        created = store.init()
+    except OSError as exc:
+        _fail(_os_failure(f"cannot create the store in {store.root}", exc))
+    text = f"initialised {store.dir}" + (
+        f" (created {', '.join(created)})" if created else " (already there)"
+    )
+    return _emit(args, {"dir": store.dir, "created": list(created)}, text)
+
+
+def _interactive() -> bool:
+    return sys.stdin.isatty()
+
+
+def _prompt_missing(kind: str, fields: dict[str, object]) -> None:
+    """Ask a person at a terminal for each missing required field of ``kind``."""
+    needed = [*TEXT_FIELDS[kind], *(["hardness"] if kind == "constraint" else [])]
+    for field in needed:
+        if field not in fields:
+            fields[field] = input(_PROMPTS[field] + ": ").strip()
+    if kind == "pipeline" and "steps" not in fields:
+        steps: list[str] = []
+        while step := input(f"step {len(steps) + 1} (empty line to finish): ").strip():
+            steps.append(step)
+        fields["steps"] = steps
+
+
+def _add(args: _Args) -> int:
+    from ctxkeeper.write.verbs import record_entry, user_actor
+
+    store = _store(args)
+    given = vars(args)
+    allowed = set(KIND_FIELDS[args.kind]) | {
+        "scope",
+        "tags",
+        "related_to",
+        "supersedes",
+        "valid_from",
+        "valid_until",
+    }
+    fields: dict[str, object] = {}
+    for field in (*_SCALAR_INPUTS, *_LIST_INPUTS):
+        value = given.get(field)
+        if value is None:
+            continue
+        if field not in allowed:
+            flag = "--" + field.replace("_", "-")
+            _fail(
+                f"{flag} is not a {args.kind} field; {args.kind} takes {', '.join(KIND_FIELDS[args.kind])}",
+                2,
+            )
+        fields[field] = value
+    if _interactive():
+        _prompt_missing(args.kind, fields)
+    supersedes = fields.pop("supersedes", None)
+    result = record_entry(
+        store,
+        args.kind,
+        fields,
+        actor=user_actor(),
+        supersedes=list(supersedes) if isinstance(supersedes, list) else None,
+    )
+    entry = result["entry"]
+    assert isinstance(entry, dict)
+    lines = [f"recorded {result['id']}", render.block(entry)]
+    lines.extend(_similar_lines(result))
+    return _emit(args, result, "\n".join(lines))
+
+
+def _similar_lines(result: JSONObject) -> list[str]:
+    similar = result.get("similar_entries")
+    superseding = result.get("possible_supersession")
+    lines = [
+        f"note: {item.get('label')} of {item.get('id')} ({item.get('status')}, "
+        f"similarity {item.get('similarity')})"
+        for item in (similar if isinstance(similar, list) else [])
+        if isinstance(item, dict)
+    ]
+    lines.extend(
+        f"note: this may supersede {entry_id}; if so, record it with --supersedes {entry_id}"
+        for entry_id in (superseding if isinstance(superseding, list) else [])
+    )
+    return lines
+
+
+def _list(args: _Args) -> int:
+    entries = sorted(_store(args).load().entries.values(), key=lambda e: str(e["id"]))
+    if args.kinds:
+        entries = [e for e in entries if e.get("kind") in args.kinds]
+    if args.statuses:
+        entries = [e for e in entries if e.get("status") in args.statuses]
+    text = "\n".join(render.one_line(e) for e in entries) or "no entries"
+    return _emit(args, {"results": list(entries), "total": len(entries)}, text)
+
+
+def _show(args: _Args) -> int:
+    entry = _store(args).get(_checked_id(args.id))
+    return _emit(args, entry, render.block(entry))
+
+
+def _checked_id(entry_id: str) -> str:
+    from ctxkeeper.core.model import check_id
+
+    return check_id(entry_id)
+
+
+def _history(args: _Args) -> int:
+    from ctxkeeper.core.errors import NotFoundError
+    from ctxkeeper.write.verbs import get_entry
+
+    store = _store(args)
+    entry_id = _checked_id(args.id)
+    try:
+        result = get_entry(store, entry_id)
+    except NotFoundError:
+        # A purged id is gone from the store, but the purge promised the journal keeps it.
+        records = store.history(entry_id)
+        if not records:
+            raise
+        result = {
+            "entry": None,
+            "purged": records[-1].get("op") == "purge",
+            "history": [{key: record.get(key) for key in _HISTORY_KEYS} for record in records],
+        }
+    history = result["history"]
+    assert isinstance(history, list)
+    header = f"history of {entry_id}" + (
+        " (purged; only the journal keeps it)" if result["entry"] is None else ""
+    )
+    return _emit(args, result, header + "\n" + render.history(history))
+
+
+_HISTORY_KEYS = ("seq", "at", "op", "actor", "reason", "before", "after")
+
+
+def _search(args: _Args) -> int:
+    from ctxkeeper.read.rank import get_context
+
+    result = get_context(
+        _store(args),
+        {
+            "query": args.query,
+            "path": args.path,
+            "kinds": args.kinds or [],
+            "token_budget": args.budget,
+            "include_history": args.include_history,
+        },
+    )
+    items = result["results"]
+    assert isinstance(items, list)
+    lines = [f"top_relevance {result['top_relevance']}"]
+    if result["no_confident_match"]:
+        lines[0] += " (no confident match: nothing stored clearly answers this)"
+    for item in items:
+        entry = item.get("entry") if isinstance(item, dict) else None
+        if isinstance(item, dict) and isinstance(entry, dict):
+            label = f"  [{item['label']}]" if item.get("label") else ""
+            lines.append(render.one_line(entry) + label)
+    return _emit(args, result, "\n".join(lines))
+
+
+def _status(args: _Args) -> int:
+    from ctxkeeper.core.changes import awaiting_decision, pending_changes
+
+    store = _store(args)
+    entries = list(store.load().entries.values())
+    counts: dict[str, JSONValue] = {}
+    for kind in KINDS:
+        by_status: dict[str, JSONValue] = {}
+        for status in STATUSES:
+            n = sum(1 for e in entries if e.get("kind") == kind and e.get("status") == status)
+            if n:
+                by_status[status] = n
+        counts[kind] = by_status
+    proposed = sum(1 for e in entries if e.get("status") == "proposed")
+    changes = len(pending_changes(entries))
+    pending = awaiting_decision(entries)
+    lines = [
+        f"{store.dir}: {len(entries)} entries, {pending} awaiting review"
+        + (f" ({proposed} proposed, {changes} changes to entries in force)" if changes else "")
+    ]
+    lines += [
+        f"  {kind}: " + (", ".join(f"{n} {s}" for s, n in c.items()) or "none")
+        for kind, c in counts.items()
+        if isinstance(c, dict)
+    ]
+    data: JSONObject = {
+        "total": len(entries),
+        "pending_review": pending,
+        "pending_changes": changes,
+        "counts": counts,
+    }
+    return _emit(args, data, "\n".join(lines))
+
+
+def _review(args: _Args) -> int:
+    from ctxkeeper.core.changes import pending_changes
+
+    if not args.json:
+        # The listing a person decides from; `review --json` stays open as a read-only query.
+        _refuse_under_agent("review")
+    entries = _store(args).load().entries
+    pending = sorted(
+        (e for e in entries.values() if e.get("status") == "proposed"), key=lambda e: str(e["id"])
+    )
+    changes = pending_changes(entries.values())
+    data: JSONObject = {
+        "results": list(pending),
+        "changes": list(changes),
+        "total": len(pending) + len(changes),
+    }
+    if not pending and not changes:
+        return _emit(args, data, "nothing awaits review")
+    blocks = [render.block(e) for e in pending]
+    blocks.extend(_change_block(change, entries) for change in changes)
+    text = "\n\n".join(blocks)
+    text += (
+        "\n\napprove with `ctxkeeper approve ID...`, refuse with `ctxkeeper reject ID... --reason "
+        "TEXT` (an ID is an entry id, or a chg- id for a change to an entry already in force)"
+    )
+    return _emit(args, data, text)
+
+
+def _change_block(change: JSONObject, entries: dict[str, JSONObject]) -> str:
+    """A pending change as a person reviews it: what it targets, who asks, why, the diff."""
+    entry = entries.get(str(change.get("id"))) or {}
+    actor = change.get("actor")
+    who = actor.get("origin") if isinstance(actor, dict) else "?"
+    stale = " (STALE: the entry changed since; it can only be rejected)" if change["stale"] else ""
+    lines = [
+        f"{change['change']} {change['op']} of {render.one_line(entry)}{stale}",
+        f"  proposed by {who} at {change.get('at')}: {change.get('reason')}",
+    ]
+    fields = change.get("fields")
+    if change["op"] == "update" and isinstance(fields, dict):
+        lines.extend(render.field_diff(entry, {**entry, **fields}))
+    elif change["op"] == "supersede":
+        successor = entries.get(str(change.get("successor")))
+        lines.append(
+            f"  successor: {render.one_line(successor) if successor else change.get('successor')}"
+        )
+        lines.append("  approving the successor supersedes this entry; rejecting keeps it")
+    elif change.get("superseded_by"):
+        lines.append(f"  retired in favour of {change['superseded_by']}")
+    lines.append(f"  {entry.get('id')} stays in force, unchanged, until a person decides")
+    return "\n".join(lines)
+
+
+def _refuse_under_agent(verb: str) -> None:
+    from ctxkeeper.cli.agentenv import agent_signs
+
+    signs = agent_signs()
+    if signs:
+        _fail(
+            f"`ctxkeeper {verb}` is for a person: run it in your own terminal, not through a "
+            f"coding agent ({'; '.join(signs)}). An agent proposes; a person decides."
+        )
+
+
+def _confirm(question: str) -> None:
+    """Human verbs need a person: an explicit yes, asked once everything was validated."""
+    answer = input(f"{question} [y/N] ").strip().lower()
+    if answer not in ("y", "yes"):
+        _fail("cancelled; nothing was changed")
+
+
+def _human(args: _Args) -> int:
+    from ctxkeeper.cli import review
+    from ctxkeeper.write.verbs import user_actor
+
+    _refuse_under_agent(args.command)
+    if not _interactive():
+        _fail(
+            "this verb needs a person at an interactive terminal; it cannot run from a script or an agent"
+        )
+    store = _store(args)
+    actor = user_actor()
+    ids = list(args.ids) if args.command in ("approve", "reject") else [args.id]
+    reason = args.reason or ""
+    # Validate every id and the reason first (a dry run), so the question comes last.
+    planned = review.decide(store, args.command, ids, actor=actor, reason=reason, dry_run=True)
+    print("\n".join(str(item["text"]) for item in planned))
+    _confirm(f"{args.command} as listed above?")
+    done = review.decide(store, args.command, ids, actor=actor, reason=reason)
+    lines = []
+    for item in done:
+        entry = item["entry"]
+        assert isinstance(entry, dict)
+        change = f" {item['change']}" if item.get("change") else ""
+        lines.append(f"{item['action']}{change}: {render.one_line(entry)}")
+    return _emit(args, {"results": [item["entry"] for item in done]}, "\n".join(lines))
+
+
+def _doctor(args: _Args) -> int:
+    from ctxkeeper.cli.doctor import run_doctor
+    from ctxkeeper.write.verbs import user_actor
+
+    store = _store(args)
+    report = run_doctor(store, actor=user_actor(), repair=args.repair)
+    if report.needs_confirmation:
+        lines = [f"would lose: {item}" for item in report.would_lose]
+        if args.json:
+            _emit(args, report.as_json(), "")
+            print("ctxkeeper: the repair would lose data; nothing was changed", file=sys.stderr)
+            return 1
+        if not _interactive():
+            print("\n".join(lines))
+            _fail(
+                "the repair would lose what is listed above, so nothing was changed; run "
+                "`ctxkeeper doctor --repair` at a terminal to confirm"
+            )
+        print("\n".join(lines))
+        _confirm("repair anyway (every replaced file is kept as a backup)?")
+        report = run_doctor(store, actor=user_actor(), repair=True, accept_loss=True)
+    lines = [f"problem: {p}" for p in report.problems] + [f"note: {n}" for n in report.notes]
+    lines += [f"backup: {b}" for b in report.backups]
+    lines.append(
+        "ok: journal chain verified and entries equal its fold"
+        if report.ok
+        else "doctor found problems"
+    )
+    _emit(args, report.as_json(), "\n".join(lines))
+    return 0 if report.ok else 1
+
+
+def _demo(args: _Args) -> int:
+    from ctxkeeper.cli.demo import run_demo
+
+    return run_demo(print)
+
+
+def _serve(args: _Args) -> int:
+    from ctxkeeper.mcp.server import main as serve_main
+
+    return serve_main(["--project-dir", args.project_dir] if args.project_dir else [])
+
+
+_HANDLERS: dict[str, Callable[[_Args], int]] = {
+    "init": _init,
+    "add": _add,
+    "list": _list,
+    "show": _show,
+    "history": _history,
+    "search": _search,
+    "status": _status,
+    "review": _review,
+    "approve": _human,
+    "reject": _human,
+    "lift": _human,
+    "purge": _human,
+    "doctor": _doctor,
+    "demo": _demo,
+    "serve": _serve,
+}

@@ -1,0 +1,424 @@
+"""``ctxkeeper doctor``: check every store file, explain each problem, and repair without loss.
+
+Doctor collects every problem rather than stopping at the first (a bad config must not hide a
+hand edit). Its repair never leaves the store holding less than it started with unless the
+caller accepted the loss it was shown (``accept_loss``: a person said yes at a terminal);
+every file it replaces is first copied to a backup whose name is never reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import secrets
+import time
+from dataclasses import dataclass, field
+
+from ctxkeeper.core import fsutil, journal, journalfile, times
+from ctxkeeper.core.errors import CtxkeeperError, StoreError
+from ctxkeeper.core.model import stored_problems
+from ctxkeeper.core.store import (
+    CACHE_DIR,
+    ENTRIES_FILE,
+    JOURNAL_FILE,
+    LOCK_FILE,
+    State,
+    Store,
+    entry_shape_problem,
+    parse_entries_document,
+    render_entries_document,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ctxkeeper.core._types import JSONObject
+
+#: A temporary file younger than this may belong to a write in progress: leave it alone.
+ORPHAN_AGE_S = 60.0
+_ID_IN_TEXT = re.compile(rb'"id"\s*:\s*"((?:dec|con|pip)-\d{3,}-[0-9a-f]{4})"')
+
+
+@dataclass
+class Report:
+    """What doctor found and did; ``ok`` when nothing needs a person's attention."""
+
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    manual_edits: list[str] = field(default_factory=list)
+    repaired: bool = False
+    would_lose: list[str] = field(default_factory=list)
+    """What the repair would drop; it waits for a person's yes (``needs_confirmation``)."""
+    needs_confirmation: bool = False
+    backups: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def as_json(self) -> JSONObject:
+        return {
+            "ok": self.ok,
+            "problems": list(self.problems),
+            "notes": list(self.notes),
+            "manual_edits": list(self.manual_edits),
+            "repaired": self.repaired,
+            "would_lose": list(self.would_lose),
+            "needs_confirmation": self.needs_confirmation,
+            "backups": list(self.backups),
+        }
+
+
+@dataclass
+class _Findings:
+    """Everything read while checking, so repair acts on exactly what was reported."""
+
+    journal_bytes: bytes = b""
+    entries_bytes: bytes | None = None
+    records: list[JSONObject] = field(default_factory=list)
+    ends: list[int] = field(default_factory=list)
+    chain: list[journal.ChainProblem] = field(default_factory=list)
+    journal_readable: bool = True
+    journal_future: bool = False
+    state: State | None = None
+    entries_future: bool = False
+    orphans: list[str] = field(default_factory=list)
+
+
+# dec-011-54a1: repair never rebuilds a smaller store, and asks before any loss.
+def run_doctor(
+    store: Store, *, actor: JSONObject, repair: bool = False, accept_loss: bool = False
+) -> Report:
+    """Check everything; journal hand edits of ``entries.json`` as ``manual_edit``.
+
+    :param repair: also fix what can be fixed: reseal a hand-edited journal, journal the
+        entries again after the journal was cut, rebuild an ``entries.json`` that does not
+        parse, remove orphaned temporary files. Files of a newer version are never touched.
+    :param accept_loss: the caller showed ``would_lose`` to a person who agreed; without it a
+        repair that would drop anything changes nothing and sets ``needs_confirmation``.
+    """
+    store.require()
+    report = Report()
+    found = _check(store, report)
+    if repair and _repairable(found, report):
+        _plan_loss(found, report)
+        if report.would_lose and not accept_loss:
+            report.needs_confirmation = True
+            report.notes.append(
+                "not repaired: the repair would lose what is listed; confirm to go ahead "
+                "(backups of every replaced file are kept)"
+            )
+            return report
+        done = _repair(store, found, actor)
+        after = run_doctor(store, actor=actor)
+        after.repaired = True
+        after.backups = done.backups
+        after.notes = [*done.notes, *after.notes]
+        after.manual_edits = [*done.manual_edits, *after.manual_edits]
+        return after
+    if found.state is not None and not found.chain and found.journal_readable:
+        edited = _hand_edited_ids(found)
+        _journal_hand_edits(store, report, actor)
+        missed = [i for i in edited if i not in report.manual_edits]
+        if missed:
+            report.problems.append(
+                f"hand edit(s) of {ENTRIES_FILE} not yet journaled: {', '.join(missed)} "
+                "(fix the problems above, then run doctor again to journal them)"
+            )
+    return report
+
+
+def _hand_edited_ids(found: _Findings) -> list[str]:
+    """Entries that differ from the journal's fold (read-only; journaling happens later)."""
+    assert found.state is not None
+    entries = dict(found.state.entries)
+    journal.fold([r for r in found.records if _seq(r) > found.state.seq], entries)
+    folded = _fold(found.records)
+    return sorted(i for i in set(entries) | set(folded) if entries.get(i) != folded.get(i))
+
+
+# -- checking -------------------------------------------------------------------------------
+
+
+def _check(store: Store, report: Report) -> _Findings:
+    found = _Findings()
+    try:
+        store.config()
+    except CtxkeeperError as exc:
+        report.problems.append(str(exc))
+    found.orphans = fsutil.orphaned_temp_files(store.dir)
+    if found.orphans:
+        report.problems.append(
+            f"{len(found.orphans)} temporary file(s) left by an interrupted write in "
+            f"{store.dir}: {', '.join(found.orphans)}; `ctxkeeper doctor --repair` removes them"
+        )
+    _check_journal(store, found, report)
+    _check_entries(store, found, report)
+    _check_agreement(store, found, report)
+    return found
+
+
+def _check_journal(store: Store, found: _Findings, report: Report) -> None:
+    path = store.path(JOURNAL_FILE)
+    try:
+        found.journal_bytes = fsutil.read_bytes(path) or b""
+        records, found.ends = journal.parse_lines(found.journal_bytes, path)
+    except CtxkeeperError as exc:
+        found.journal_readable = False
+        report.problems.append(
+            f"{exc} Repair cannot guess what that line said: fix its JSON by hand (one object "
+            "per line) and run doctor again, which then reseals the chain."
+        )
+        return
+    found.records = journal.complete_transactions(records)
+    found.chain = journal.check_chain(found.records)
+    for problem in found.chain:
+        report.problems.append(f"{path}:{problem.line}: {problem.message}")
+    found.journal_future = any(problem.future for problem in found.chain)
+    if found.journal_future:
+        report.problems.append(
+            f"{path} holds records of a newer ctxkeeper; repair will not touch it. Upgrade."
+        )
+    elif found.chain:
+        report.notes.append(
+            f"the journal changed after it was written (a hand edit?); `ctxkeeper doctor "
+            f"--repair` keeps the file as a backup and reseals the chain from line "
+            f"{found.chain[0].line}, keeping the records as they now read"
+        )
+
+
+def _check_entries(store: Store, found: _Findings, report: Report) -> None:
+    path = store.path(ENTRIES_FILE)
+    try:
+        found.entries_bytes = fsutil.read_bytes(path)
+        if found.entries_bytes is None:
+            found.state = State()
+            return
+        found.state = parse_entries_document(found.entries_bytes, path)
+    except CtxkeeperError as exc:
+        found.entries_future = "newer ctxkeeper" in str(exc)
+        advice = (
+            "repair will not touch a file a newer ctxkeeper wrote; upgrade ctxkeeper"
+            if found.entries_future
+            else f"`ctxkeeper doctor --repair` rebuilds {ENTRIES_FILE} from the journal and "
+            "keeps the unreadable file as a backup"
+        )
+        report.problems.append(f"{exc} {advice}")
+        return
+    state = found.state
+    for entry_id in dict.fromkeys(state.duplicates):
+        report.problems.append(
+            f"{path}: id {entry_id} appears more than once; writes are refused until you "
+            "delete the copy you do not want by hand (reads use the last one)"
+        )
+    for entry in state.entries.values():
+        shape = entry_shape_problem(entry)
+        if shape is not None:
+            report.problems.append(
+                f"{path}: {entry.get('id')}: {shape}; it is left out of reads until fixed"
+            )
+            continue
+        report.problems.extend(stored_problems(entry))
+        report.notes.extend(_bad_times(entry))
+
+
+def _bad_times(entry: JSONObject) -> list[str]:
+    notes = []
+    for key in ("valid_from", "valid_until", "created_at", "updated_at"):
+        problem = times.stored_time_problem(entry.get(key))
+        if problem is not None:
+            notes.append(f"{entry.get('id')}: {key} {problem}; it is ignored")
+    try:
+        times.check_window(entry.get("valid_from"), entry.get("valid_until"))
+    except CtxkeeperError as exc:
+        notes.append(f"{entry.get('id')}: {exc}")
+    return notes
+
+
+def _check_agreement(store: Store, found: _Findings, report: Report) -> None:
+    """Does ``entries.json`` point at a place the journal really has?"""
+    state = found.state
+    if state is None or not found.journal_readable or found.chain:
+        return
+    view = _verified_view(found)
+    if state.journal_bytes > view.size:
+        report.problems.append(
+            f"{store.path(JOURNAL_FILE)} is shorter than {ENTRIES_FILE} expects ({view.size} < "
+            f"{state.journal_bytes} bytes; it holds {view.seq} of {state.seq} records): it was "
+            f"cut or removed and that history is gone. `ctxkeeper doctor --repair` keeps every "
+            f"entry and journals the difference as manual_edit."
+        )
+    elif state.journal_bytes == view.size and (state.seq, state.head) != (view.seq, view.head):
+        report.problems.append(
+            f"{ENTRIES_FILE} and {JOURNAL_FILE} disagree about record {state.seq}; "
+            "`ctxkeeper doctor --repair` keeps the entries and journals the difference"
+        )
+    elif state.journal_bytes < view.size:
+        try:
+            store.load()
+        except StoreError as exc:
+            report.problems.append(str(exc))
+        else:
+            report.notes.append(
+                f"{view.seq - state.seq} journal record(s) not yet in {ENTRIES_FILE} "
+                "(reads fold them in; the next write applies them)"
+            )
+
+
+def _verified_view(found: _Findings) -> journalfile.View:
+    if not found.records:
+        return journalfile.View(file_size=len(found.journal_bytes))
+    last = found.records[-1]
+    size = found.ends[len(found.records) - 1]
+    return journalfile.View(size, _seq(last), str(last["hash"]), len(found.journal_bytes))
+
+
+def _journal_hand_edits(store: Store, report: Report, actor: JSONObject) -> None:
+    """Record each difference between the entries file and the journal's fold as a
+    ``manual_edit``, so a hand edit becomes history instead of a silent divergence."""
+    try:
+        with store.transaction(audit_actor=actor) as tx:
+            changed = [str(event["id"]) for event in tx.manual_edits]
+    except CtxkeeperError as exc:
+        if not report.problems:
+            report.problems.append(str(exc))
+        return
+    if changed:
+        report.manual_edits.extend(changed)
+        report.notes.append(
+            f"journaled {len(changed)} hand edit(s) as manual_edit: {', '.join(changed)}"
+        )
+
+
+# -- repairing ------------------------------------------------------------------------------
+
+
+def _repairable(found: _Findings, report: Report) -> bool:
+    if found.journal_future or found.entries_future:
+        report.notes.append("not repairing: a file was written by a newer ctxkeeper")
+        return False
+    if not found.journal_readable:
+        report.notes.append("not repairing: a journal line does not parse (see above)")
+        return False
+    if found.state is not None and found.state.duplicates:
+        report.notes.append("not repairing: remove the duplicated entry copies by hand first")
+        return False
+    return True
+
+
+def _dropped_records(found: _Findings) -> list[int]:
+    """Records repair drops: ones this ctxkeeper must not replay (unknown op, no id...)."""
+    bad = {
+        p.position
+        for p in found.chain
+        if "unknown op" in p.message or "no entry id" in p.message or "'after'" in p.message
+    }
+    return sorted(bad)
+
+
+def _plan_loss(found: _Findings, report: Report) -> None:
+    for position in _dropped_records(found):
+        record = found.records[position]
+        report.would_lose.append(
+            f"journal line {position + 1} (op {record.get('op')!r}, id {record.get('id')!r}) is "
+            "dropped: this ctxkeeper cannot replay it"
+        )
+    if found.state is None and found.entries_bytes is not None:
+        folded = _fold(_kept_records(found))
+        readable_ids = {m.decode() for m in _ID_IN_TEXT.findall(found.entries_bytes)}
+        for entry_id in sorted(readable_ids - set(folded)):
+            report.would_lose.append(
+                f"{entry_id} appears in the unreadable {ENTRIES_FILE} but not in the journal; "
+                "the rebuilt file will not have it"
+            )
+
+
+def _kept_records(found: _Findings) -> list[JSONObject]:
+    dropped = set(_dropped_records(found))
+    return [r for i, r in enumerate(found.records) if i not in dropped]
+
+
+def _fold(records: list[JSONObject]) -> dict[str, JSONObject]:
+    folded: dict[str, JSONObject] = {}
+    journal.fold(records, folded)
+    return folded
+
+
+def _repair(store: Store, found: _Findings, actor: JSONObject) -> Report:
+    done = Report()
+    jpath, epath = store.path(JOURNAL_FILE), store.path(ENTRIES_FILE)
+    with fsutil.exclusive_lock(store.path(LOCK_FILE)):
+        if (fsutil.read_bytes(jpath) or b"") != found.journal_bytes or fsutil.read_bytes(
+            epath
+        ) != found.entries_bytes:
+            raise StoreError("the store changed while doctor ran; run it again")
+        _remove_orphans(store, found, done)
+        records = found.records
+        if found.chain:
+            done.backups.append(_backup(jpath, found.journal_bytes, "edited"))
+            first = min(p.position for p in found.chain)
+            records = journal.reseal(_kept_records(found), start=first)
+            fsutil.write_atomic(jpath, journal.encode(records))
+            done.notes.append(f"resealed the journal from line {first + 1}")
+        expected: int | None = None
+        if found.state is None:
+            if found.entries_bytes is not None:
+                done.backups.append(_backup(epath, found.entries_bytes, "corrupt"))
+            state = State(entries=_fold(records))
+            done.notes.append(f"rebuilt {ENTRIES_FILE} from {len(records)} journal records")
+        else:
+            state = found.state
+            expected = state.journal_bytes
+            # Records past what the entry file had applied are newer writes: keep them.
+            journal.fold([r for r in records if _seq(r) > state.seq], state.entries)
+        state.seq = _seq(records[-1]) if records else 0
+        state.head = str(records[-1]["hash"]) if records else journal.GENESIS
+        resealed = bool(found.chain)
+        state.journal_bytes = (
+            len(journal.encode(records)) if resealed else _verified_view(found).size
+        )
+        if expected is not None and expected > state.journal_bytes:
+            done.notes.append(
+                f"journal history after record {state.seq} was missing (lost before this "
+                f"repair); {ENTRIES_FILE} kept every entry, and the differences are "
+                "journaled as manual_edit"
+            )
+        journalfile.forget(store.path(CACHE_DIR))
+        fsutil.write_atomic(epath, render_entries_document(state))
+    _journal_hand_edits(store, done, actor)
+    return done
+
+
+def _seq(record: JSONObject) -> int:
+    value = record.get("seq")
+    return value if isinstance(value, int) else 0
+
+
+def _remove_orphans(store: Store, found: _Findings, done: Report) -> None:
+    cutoff = time.time() - ORPHAN_AGE_S
+    for name in found.orphans:
+        path = os.path.join(store.dir, name)
+        try:
+            if os.lstat(path).st_mtime < cutoff:
+                os.unlink(path)
+                done.notes.append(f"removed the orphaned temporary file {name}")
+        except OSError:
+            continue
+
+
+def _backup(path: str, data: bytes, label: str) -> str:
+    """Copy ``data`` to a new file beside ``path``; the name is unique, never overwritten."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    digest = hashlib.sha256(data).hexdigest()[:8]
+    while True:
+        target = f"{path}.{label}-{stamp}-{digest}-{secrets.token_hex(2)}"
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            continue
+        break
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return target

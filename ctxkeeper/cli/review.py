@@ -1,0 +1,407 @@
+"""The human verbs: approve, reject, lift, purge. The MCP server never imports this module.
+
+That absence is the gate (DESIGN.md: "the gate is structural, not a flag"): an agent has no
+code path to these verbs, and a test asserts the server's import graph never reaches here.
+Approve and reject decide proposed entries and pending changes (:mod:`ctxkeeper.core.changes`).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from ctxkeeper.core import times
+from ctxkeeper.core.changes import (
+    changes_of,
+    find_change,
+    is_change_id,
+    is_stale,
+    supersessions_by,
+    without_change,
+)
+from ctxkeeper.core.errors import StateError, UsageError
+from ctxkeeper.core.model import LIVE_STATUSES, TOMBSTONE_STATUSES, check_id, editable_view, ordered
+from ctxkeeper.core.store import Transaction
+from ctxkeeper.read import render
+from ctxkeeper.write.capture import check_candidate
+from ctxkeeper.write.verbs import require_editable, set_status
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from ctxkeeper.core._types import JSONObject, JSONValue
+    from ctxkeeper.core.store import Store
+
+HUMAN_REASON_FLOOR: Final = 10
+HUMAN_VERBS: Final = ("approve", "reject", "lift", "purge")
+
+
+def _reason(reason: str, verb: str) -> str:
+    text = reason.strip()
+    if len(text) < HUMAN_REASON_FLOOR:
+        raise UsageError(f"{verb} needs --reason of at least {HUMAN_REASON_FLOOR} characters")
+    return text
+
+
+def decide(
+    store: Store,
+    verb: str,
+    ids: list[str],
+    *,
+    actor: JSONObject,
+    reason: str = "",
+    dry_run: bool = False,
+) -> list[JSONObject]:
+    """Run a human verb on entry or change ids in one transaction; return what it did.
+
+    Each item has ``action``, ``id`` (the entry), ``change`` (a change id or None), ``entry``
+    (its value after; before, for purge) and ``text`` (one line, plus a field diff for an
+    update, for the person deciding). Any refused id refuses them all and nothing is written.
+
+    :param dry_run: validate against the current store and describe what would happen,
+        writing nothing (the CLI shows this before it asks ``[y/N]``).
+    """
+    if verb not in HUMAN_VERBS:
+        raise UsageError(f"{verb!r} is not a human verb; use one of {', '.join(HUMAN_VERBS)}")
+    if not ids:
+        raise UsageError(f"{verb} needs at least one id")
+    why = _reason(reason, verb) if verb in ("reject", "purge") else reason.strip()
+    run = _DECIDERS[verb]
+    at = times.now_iso()
+    if dry_run:
+        store.require()
+        return run(Transaction(store.load(), store.config()), ids, actor, why, at)
+    with store.transaction() as tx:
+        return run(tx, ids, actor, why, at)
+
+
+def approve(
+    store: Store, ids: list[str], *, actor: JSONObject, reason: str = ""
+) -> list[JSONObject]:
+    """Make proposed entries active and apply pending changes; return the entries changed."""
+    return [_entry(d) for d in decide(store, "approve", ids, actor=actor, reason=reason)]
+
+
+def reject(store: Store, ids: list[str], reason: str, *, actor: JSONObject) -> list[JSONObject]:
+    """Refuse proposed entries (each becomes a tombstone carrying the reason) and pending
+    changes (the entry stays as it is); return the entries changed."""
+    return [_entry(d) for d in decide(store, "reject", ids, actor=actor, reason=reason)]
+
+
+def lift(store: Store, entry_id: str, *, actor: JSONObject, reason: str = "") -> JSONObject:
+    """Lift a tombstone: the entry returns to ``proposed`` and stops refusing new writes.
+
+    It comes back for review (dec-002-d03e) rather than straight to ``active``, so a rule retired for a
+    reason is not silently re-imposed; a successor can now supersede it.
+    """
+    return _entry(decide(store, "lift", [entry_id], actor=actor, reason=reason)[0])
+
+
+def purge(store: Store, entry_id: str, reason: str, *, actor: JSONObject) -> JSONObject:
+    """Remove an entry from the store; the journal keeps its last value and the reason."""
+    return _entry(decide(store, "purge", [entry_id], actor=actor, reason=reason)[0])
+
+
+def _entry(decision: JSONObject) -> JSONObject:
+    entry = decision["entry"]
+    assert isinstance(entry, dict)
+    return entry
+
+
+def _decision(action: str, entry: JSONObject, text: str, change: str | None = None) -> JSONObject:
+    return {"action": action, "id": entry["id"], "change": change, "entry": entry, "text": text}
+
+
+# -- which thing an id names ------------------------------------------------------------
+
+
+def _resolve(tx: Transaction, token: str, verb: str) -> tuple[str, JSONObject | None]:
+    """The entry id ``token`` names and the pending change it decides (None: the entry).
+
+    An entry id decides the entry itself when it is proposed, else its one pending change.
+    """
+    if is_change_id(token):
+        return find_change(tx.entries.values(), token)
+    try:
+        entry_id = check_id(token)
+    except UsageError:
+        raise UsageError(
+            f"{token!r} is neither an entry id (like con-010-acde) nor a change id (like "
+            "chg-1a2b3c4d); `ctxkeeper review` lists what awaits a decision"
+        ) from None
+    entry = tx.get(entry_id)
+    if entry.get("status") == "proposed":
+        return entry_id, None
+    waiting = changes_of(entry)
+    if len(waiting) == 1:
+        return entry_id, waiting[0]
+    if not waiting:
+        refusal = (
+            "only proposed entries are approved, and pending changes"
+            if verb == "approve"
+            else "reject is for proposed entries and pending changes (retire an active entry "
+            "with deprecate)"
+        )
+        raise StateError(f"{entry_id} is {entry.get('status')} with no pending change; {refusal}")
+    listed = ", ".join(str(c["change"]) for c in waiting)
+    raise StateError(
+        f"{entry_id} has {len(waiting)} pending changes ({listed}); {verb} them by change id, "
+        f"e.g. `ctxkeeper {verb} {waiting[0]['change']}`"
+    )
+
+
+def _who(change: Mapping[str, JSONValue]) -> str:
+    actor = change.get("actor")
+    return str(actor.get("origin")) if isinstance(actor, dict) else "?"
+
+
+def _describe(change: Mapping[str, JSONValue], entry: Mapping[str, JSONValue]) -> str:
+    op = change.get("op")
+    what = f"{op} of {entry.get('id')}"
+    fields = change.get("fields")
+    if op == "update" and isinstance(fields, dict):
+        what += f" ({', '.join(fields)})"
+    if op == "supersede":
+        what += f" by {change.get('successor')}"
+    return f"{what}, proposed by {_who(change)}: {change.get('reason')}"
+
+
+def _require_fresh(entry: Mapping[str, JSONValue], change: Mapping[str, JSONValue]) -> None:
+    if is_stale(entry, change):
+        raise StateError(
+            f"{entry.get('id')} changed since {change.get('change')} was proposed (revision "
+            f"{change.get('base_revision')} then, {entry.get('revision')} now); approving it "
+            f"would overwrite that edit. Reject it with `ctxkeeper reject {change.get('change')} "
+            "--reason ...` and let the agent propose again against the current entry"
+        )
+
+
+# -- approve ------------------------------------------------------------------------------
+
+
+def _approve(
+    tx: Transaction, ids: list[str], actor: JSONObject, reason: str, at: str
+) -> list[JSONObject]:
+    done: list[JSONObject] = []
+    decided: set[str] = set()
+    for token in ids:
+        if token in decided:
+            continue
+        entry_id, change = _resolve(tx, token, "approve")
+        if change is None:
+            done.extend(_approve_entry(tx, entry_id, actor, reason, at, decided))
+        elif change["op"] == "supersede":
+            successor = str(change.get("successor"))
+            found = tx.entries.get(successor)
+            if found is None or found.get("status") != "proposed":
+                state = "gone" if found is None else found.get("status")
+                raise StateError(
+                    f"{change['change']} proposes {successor} to supersede {entry_id}, but "
+                    f"{successor} is {state}; reject {change['change']} instead"
+                )
+            if successor not in decided:
+                done.extend(_approve_entry(tx, successor, actor, reason, at, decided))
+        else:
+            done.append(_apply_change(tx, entry_id, change, actor, reason, at))
+        decided.update({token, entry_id if change is None else str(change["change"])})
+    return done
+
+
+def _approve_entry(
+    tx: Transaction, entry_id: str, actor: JSONObject, reason: str, at: str, decided: set[str]
+) -> list[JSONObject]:
+    """Approve a proposed entry and, in the same transaction, the supersessions it proposed."""
+    before = tx.get(entry_id)
+    after = set_status(
+        tx, entry_id, "active", op="approve", actor=actor, reason=reason or None, at=at
+    )
+    text = f"approve {entry_id} ({before.get('kind')} by {before.get('origin')}): "
+    done = [_decision("approve", after, text + render.headline(before))]
+    for old_id, change in supersessions_by(tx.entries.values(), entry_id):
+        old = tx.get(old_id)
+        if old.get("status") not in LIVE_STATUSES:
+            raise StateError(
+                f"{entry_id} would supersede {old_id}, which is {old.get('status')} now; "
+                f"reject that supersession first with `ctxkeeper reject {change['change']} "
+                "--reason ...`"
+            )
+        _require_fresh(old, change)
+        superseded = ordered(
+            {
+                **without_change(old, str(change["change"])),
+                "status": "superseded",
+                "superseded_by": entry_id,
+                "updated_at": at,
+                "revision": _revision(old) + 1,
+            }
+        )
+        why = f"superseded by {entry_id} (approved {change['change']})"
+        tx.put("supersede", old_id, superseded, actor=actor, reason=why, at=at)
+        decided.update({old_id, str(change["change"])})
+        line = f"  and supersede {old_id} ({change['change']}): {render.headline(old)}"
+        done.append(_decision("supersede", superseded, line, str(change["change"])))
+    decided.add(entry_id)
+    return done
+
+
+def _apply_change(
+    tx: Transaction,
+    entry_id: str,
+    change: JSONObject,
+    actor: JSONObject,
+    reason: str,
+    at: str,
+) -> JSONObject:
+    """Apply a pending update or deprecation, re-checked against the store as it is now."""
+    current = tx.get(entry_id)
+    require_editable(current)
+    _require_fresh(current, change)
+    change_id = str(change["change"])
+    base = without_change(current, change_id)
+    text = f"approve {change_id}: {_describe(change, current)}"
+    if change["op"] == "update":
+        fields = change.get("fields")
+        if not isinstance(fields, dict) or not fields:
+            raise StateError(f"{change_id} holds no fields to apply; reject it")
+        merged = {**editable_view(current), **fields}
+        clean, _ = check_candidate(
+            str(current["kind"]),
+            merged,
+            tx.entries.values(),
+            floors=tx.config.floors,
+            exclude=[entry_id],
+        )
+        after = ordered({**base, **clean, "updated_at": at, "revision": _revision(current) + 1})
+        text = "\n".join([text, *render.field_diff(base, after)])
+    else:
+        successor = change.get("superseded_by")
+        if isinstance(successor, str):
+            tx.get(successor)
+        after = ordered(
+            {
+                **base,
+                "status": "deprecated",
+                "status_reason": change.get("reason"),
+                "superseded_by": successor if isinstance(successor, str) else None,
+                "updated_at": at,
+                "revision": _revision(current) + 1,
+            }
+        )
+    why = f"approved {change_id} ({_describe(change, current)})" + (f"; {reason}" if reason else "")
+    tx.put("approve_change", entry_id, after, actor=actor, reason=why, at=at)
+    return _decision("approve_change", after, text, change_id)
+
+
+def _revision(entry: Mapping[str, JSONValue]) -> int:
+    revision = entry.get("revision")
+    return revision if isinstance(revision, int) else 1
+
+
+# -- reject -------------------------------------------------------------------------------
+
+
+def _reject(
+    tx: Transaction, ids: list[str], actor: JSONObject, reason: str, at: str
+) -> list[JSONObject]:
+    done: list[JSONObject] = []
+    decided: set[str] = set()
+    for token in ids:
+        if token in decided:
+            continue
+        entry_id, change = _resolve(tx, token, "reject")
+        if change is None:
+            before = tx.get(entry_id)
+            after = set_status(
+                tx, entry_id, "rejected", op="reject", actor=actor, reason=reason, at=at
+            )
+            line = f"reject {entry_id} (it becomes a tombstone): {render.headline(before)}"
+            done.append(_decision("reject", after, line))
+            for old_id, dropped in supersessions_by(tx.entries.values(), entry_id):
+                done.append(_drop_change(tx, old_id, dropped, actor, reason, at, decided))
+            decided.update({token, entry_id})
+        else:
+            done.append(_drop_change(tx, entry_id, change, actor, reason, at, decided))
+            decided.add(token)
+    return done
+
+
+def _drop_change(
+    tx: Transaction,
+    entry_id: str,
+    change: JSONObject,
+    actor: JSONObject,
+    reason: str,
+    at: str,
+    decided: set[str],
+) -> JSONObject:
+    """Refuse one pending change: the entry it targets stays exactly as it is."""
+    change_id = str(change["change"])
+    current = tx.get(entry_id)
+    after = without_change(current, change_id)
+    why = f"rejected {change_id} ({_describe(change, current)}): {reason}"
+    tx.put("reject_change", entry_id, after, actor=actor, reason=why, at=at)
+    decided.add(change_id)
+    text = f"reject {change_id}: {_describe(change, current)}; {entry_id} stays as it is"
+    successor = tx.entries.get(str(change.get("successor")))
+    supersedes = successor.get("supersedes") if successor else None
+    if (
+        successor is not None
+        and successor.get("status") == "proposed"
+        and isinstance(supersedes, list)
+        and entry_id in supersedes
+    ):
+        # The proposed successor no longer claims to replace the entry; it awaits review alone.
+        kept: list[JSONValue] = [item for item in supersedes if item != entry_id]
+        revised = ordered(
+            {
+                **successor,
+                "supersedes": kept,
+                "updated_at": at,
+                "revision": _revision(successor) + 1,
+            }
+        )
+        tx.put("reject_change", str(successor["id"]), revised, actor=actor, reason=why, at=at)
+    return _decision("reject_change", after, text, change_id)
+
+
+# -- lift and purge -----------------------------------------------------------------------
+
+
+def _lift(
+    tx: Transaction, ids: list[str], actor: JSONObject, reason: str, at: str
+) -> list[JSONObject]:
+    [entry_id] = ids
+    status = tx.get(check_id(entry_id)).get("status")
+    if status not in TOMBSTONE_STATUSES:
+        raise StateError(f"{entry_id} is {status}, not a tombstone; there is nothing to lift")
+    after = set_status(
+        tx,
+        entry_id,
+        "proposed",
+        op="lift",
+        actor=actor,
+        reason=reason or "tombstone lifted by a person",
+        at=at,
+    )
+    line = f"lift the tombstone {entry_id} (it returns to proposed): {render.headline(after)}"
+    return [_decision("lift", after, line)]
+
+
+def _purge(
+    tx: Transaction, ids: list[str], actor: JSONObject, reason: str, at: str
+) -> list[JSONObject]:
+    [entry_id] = ids
+    before = tx.get(check_id(entry_id))
+    done: list[JSONObject] = []
+    # A purged successor's proposed supersessions would point at nothing; drop them first.
+    for old_id, change in supersessions_by(tx.entries.values(), entry_id):
+        done.append(_drop_change(tx, old_id, change, actor, reason, at, set()))
+    tx.put("purge", entry_id, None, actor=actor, reason=reason, at=at)
+    line = f"purge {entry_id} from the store (the journal keeps its history): "
+    done.insert(0, _decision("purge", before, line + render.headline(before)))
+    return done
+
+
+_DECIDERS: Final[
+    dict[str, Callable[[Transaction, list[str], JSONObject, str, str], list[JSONObject]]]
+] = {"approve": _approve, "reject": _reject, "lift": _lift, "purge": _purge}

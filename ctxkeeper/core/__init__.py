@@ -1,0 +1,1 @@
+"""The model and the store: entries, journal, scopes, secrets, times, files and shared errors."""

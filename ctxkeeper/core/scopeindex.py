@@ -1,0 +1,324 @@
+"""The hooks' scope index: active constraints sharded by scope key under ``.context/cache/``.
+
+A hook runs before every edit, so it must not parse the whole store. The index keeps each
+active constraint under each of its scope keys ("" for project-wide), in one of many small
+shard files chosen by a stable hash of the key. A file's candidate scopes are exactly its
+ancestors plus itself, so a lookup reads only those few shards. ``meta.json`` records the
+identity (inode, size, mtime) of ``entries.json`` and ``config.json`` the index was built from;
+any difference means stale, and the reader rebuilds.
+
+Import-light on purpose (con-001-5f40): ``json`` and ``os`` only, plus ``ctxkeeper.core.scope``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ctxkeeper.core.scope import normalize_scope
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from ctxkeeper.core._types import JSONObject, JSONValue
+
+    #: id, hardness, rule, reason, valid_from, valid_until, scope key
+    Record = list[str]
+
+INDEX_VERSION = 1
+INDEX_DIR = "scope-index"
+META_FILE = "meta.json"
+#: Text longer than this is cut in the index: a hook's output is capped at 10,000 characters.
+TEXT_CAP = 1000
+_PER_SHARD = 32
+_MIN_SHARDS = 8
+_MAX_SHARDS = 4096
+_ID_MAX = 64
+
+
+def shard_of(key: str, shards: int) -> int:
+    """FNV-1a of the key's UTF-8 bytes: stable across processes, unlike ``hash()``."""
+    value = 2166136261
+    for byte in key.encode("utf-8", "surrogatepass"):
+        value = ((value ^ byte) * 16777619) & 0xFFFFFFFF
+    return value & (shards - 1)
+
+
+def candidate_keys(rel_path: str) -> list[str]:
+    """The scope keys that can cover a repo-relative path: "" and every ancestor, then itself."""
+    keys = [""]
+    if not rel_path:
+        return keys
+    parts = rel_path.split("/")
+    keys.extend("/".join(parts[:end]) for end in range(1, len(parts) + 1))
+    return keys
+
+
+def _identity(path: str) -> list[int]:
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return [0, -1, 0]
+    return [info.st_ino, info.st_size, info.st_mtime_ns]
+
+
+def source_stamp(context_dir: str) -> list[int]:
+    """What the index must have been built from: the identity of entries.json and config.json."""
+    return _identity(os.path.join(context_dir, "entries.json")) + _identity(
+        os.path.join(context_dir, "config.json")
+    )
+
+
+def _shard_count(records: int) -> int:
+    count = _MIN_SHARDS
+    while count < _MAX_SHARDS and count * _PER_SHARD < records:
+        count *= 2
+    return count
+
+
+def _bound(value: JSONValue) -> str:
+    """A stored validity bound in canonical form, or "" (absent or unparseable: no bound)."""
+    if not isinstance(value, str) or not value:
+        return ""
+    if _canonical_time(value):
+        return value
+    # Hand-edited or old stores only: pay for datetime here, never on the per-edit path.
+    from ctxkeeper.core import times
+
+    try:
+        return times.normalize_time(value, field="valid")
+    except ValueError:
+        return ""
+
+
+def _canonical_time(value: str) -> bool:
+    digits = "0123456789"
+    if len(value) == 10:
+        shape = "dddd-dd-dd"
+    elif len(value) == 20:
+        shape = "dddd-dd-ddTdd:dd:ddZ"
+    else:
+        return False
+    return all(
+        (ch in digits) if want == "d" else ch == want for ch, want in zip(value, shape, strict=True)
+    )
+
+
+def _cut(value: JSONValue) -> str:
+    text = value if isinstance(value, str) else ""
+    return text if len(text) <= TEXT_CAP else text[: TEXT_CAP - 3] + "..."
+
+
+def _records(entries: Iterable[JSONObject]) -> dict[str, list[Record]]:
+    by_key: dict[str, list[Record]] = {}
+    for entry in entries:
+        if entry.get("kind") != "constraint" or entry.get("status") != "active":
+            continue
+        entry_id = entry.get("id")
+        # Ids go into ledger lines and hook output: refuse anything a hand edit made odd.
+        if not isinstance(entry_id, str) or not entry_id or len(entry_id) > _ID_MAX:
+            continue
+        if not entry_id.replace("-", "").isalnum() or not entry_id.isascii():
+            continue
+        hardness = "hard" if entry.get("hardness") == "hard" else "soft"
+        scopes = entry.get("scope")
+        keys: set[str] = set()
+        for scope in scopes if isinstance(scopes, list) and scopes else [""]:
+            if not isinstance(scope, str):
+                continue
+            try:
+                keys.add(normalize_scope(scope))
+            except ValueError:
+                continue  # An escaping scope covers nothing (doctor reports it).
+        base = [
+            entry_id,
+            hardness,
+            _cut(entry.get("rule")),
+            _cut(entry.get("reason")),
+            _bound(entry.get("valid_from")),
+            _bound(entry.get("valid_until")),
+        ]
+        for key in sorted(keys):
+            by_key.setdefault(key, []).append([*base, key])
+    return by_key
+
+
+def _hard_delivery(context_dir: str) -> str:
+    # Read the one setting directly: ctxkeeper.core.config pulls in dataclasses and the model.
+    try:
+        with open(os.path.join(context_dir, "config.json"), "rb") as handle:
+            doc = json.loads(handle.read())
+    except (OSError, ValueError):
+        return "gate"  # The default; a broken config is doctor's to report.
+    value = doc.get("hard_delivery") if isinstance(doc, dict) else None
+    return "context" if value == "context" else "gate"
+
+
+def real_dir(path: str) -> str:
+    """Create ``path`` if needed and refuse a symlink there: a cloned repository could plant
+    one under ``.context/cache/`` to redirect the hooks' writes and prunes elsewhere."""
+    os.makedirs(path, exist_ok=True)
+    if os.path.islink(path):
+        raise OSError(f"{path} is a symbolic link; ctxkeeper never writes through links")
+    return path
+
+
+def _write(path: str, data: bytes) -> None:
+    # A derived cache: temp file plus os.replace so readers never see half a shard. No fsync:
+    # a shard lost in a crash fails to parse or mismatches, and the reader rebuilds.
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        return None
+    try:
+        chunks: list[bytes] = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+
+
+def valid_at(record: Record, now: str) -> bool:
+    """Whether ``now`` (``%Y-%m-%dT%H:%M:%SZ``) lies in the record's validity window.
+
+    Canonical strings compare in time order, so no datetime parsing happens per edit; a bare
+    date bound covers its whole UTC day.
+    """
+    start, end = record[4], record[5]
+    if start and (now[:10] < start if len(start) == 10 else now < start):
+        return False
+    return not end or (now[:10] <= end if len(end) == 10 else now < end)
+
+
+class Index:
+    """An open index: the delivery setting and a lookup of covering records."""
+
+    def __init__(self, directory: str, shards: int, hard_delivery: str) -> None:
+        self.dir = directory
+        self.shards = shards
+        self.hard_delivery = hard_delivery
+
+    def covering(self, rel_path: str) -> list[Record] | None:
+        """Records whose scope covers the path, one per id; None when a shard is missing."""
+        wanted = candidate_keys(rel_path)
+        by_shard: dict[int, list[str]] = {}
+        for key in wanted:
+            by_shard.setdefault(shard_of(key, self.shards), []).append(key)
+        found: dict[str, Record] = {}
+        for shard, keys in sorted(by_shard.items()):
+            data = _read(os.path.join(self.dir, f"{shard}.json"))
+            if data is None:
+                return None
+            doc = json.loads(data)
+            for key in keys:
+                for record in doc.get(key, ()):
+                    found.setdefault(record[0], record)
+        return list(found.values())
+
+
+def write_index(
+    context_dir: str, entries: Iterable[JSONObject], stamp: list[int] | None = None
+) -> Index:
+    """Write the index for these entries (the current content of entries.json).
+
+    :param stamp: the source identity taken *before* the entries were read, when they came
+        from disk; a write that raced with ours then leaves the index stale, never wrong.
+    """
+    cache = real_dir(os.path.join(context_dir, "cache"))
+    root = real_dir(os.path.join(cache, INDEX_DIR))
+    stamp = stamp if stamp is not None else source_stamp(context_dir)
+    by_key = _records(entries)
+    shards = _shard_count(sum(len(records) for records in by_key.values()))
+    directory = real_dir(os.path.join(root, f"n{shards}"))
+    buckets: list[dict[str, list[Record]]] = [{} for _ in range(shards)]
+    for key in sorted(by_key):
+        buckets[shard_of(key, shards)][key] = by_key[key]
+    for number, bucket in enumerate(buckets):
+        path = os.path.join(directory, f"{number}.json")
+        data = json.dumps(bucket, ensure_ascii=False, separators=(",", ":")).encode()
+        # Most writes change one constraint: leave unchanged shards alone.
+        if _read(path) != data:
+            _write(path, data)
+    hard_delivery = _hard_delivery(context_dir)
+    meta = {"version": INDEX_VERSION, "stamp": stamp, "shards": shards, "hard": hard_delivery}
+    _write(os.path.join(root, META_FILE), json.dumps(meta).encode())
+    for name in os.listdir(root):
+        path = os.path.join(root, name)
+        if name.startswith("n") and name != f"n{shards}" and not os.path.islink(path):
+            _remove_tree(path)
+    return Index(directory, shards, hard_delivery)
+
+
+def _remove_tree(directory: str) -> None:
+    try:
+        for name in os.listdir(directory):
+            os.unlink(os.path.join(directory, name))
+        os.rmdir(directory)
+    except OSError:
+        pass  # A concurrent reader or writer; the next rebuild tries again.
+
+
+def rebuild(context_dir: str) -> Index:
+    """Rebuild from entries.json on disk (a hook found the index missing or stale)."""
+    stamp = source_stamp(context_dir)
+    data = _read(os.path.join(context_dir, "entries.json"))
+    doc = json.loads(data) if data else {}
+    entries = doc.get("entries") if isinstance(doc, dict) else None
+    if data and not isinstance(entries, list):
+        raise ValueError("entries.json has no 'entries' list")
+    return write_index(context_dir, [e for e in entries or () if isinstance(e, dict)], stamp)
+
+
+def open_index(context_dir: str) -> Index:
+    """The current index, rebuilt first when missing or stale."""
+    root = os.path.join(context_dir, "cache", INDEX_DIR)
+    data = _read(os.path.join(root, META_FILE))
+    if data is not None:
+        try:
+            meta = json.loads(data)
+        except ValueError:
+            meta = None
+        if (
+            isinstance(meta, dict)
+            and meta.get("version") == INDEX_VERSION
+            and meta.get("stamp") == source_stamp(context_dir)
+            and isinstance(meta.get("shards"), int)
+        ):
+            shards = meta["shards"]
+            return Index(os.path.join(root, f"n{shards}"), shards, str(meta.get("hard")))
+    return rebuild(context_dir)
+
+
+def lookup(context_dir: str, rel_path: str) -> tuple[Index, list[Record]]:
+    """The index and the records covering ``rel_path``; one rebuild if a shard went missing."""
+    index = open_index(context_dir)
+    try:
+        records = index.covering(rel_path)
+    except ValueError:
+        records = None  # A torn or hand-edited shard: rebuild it.
+    if records is None:
+        index = rebuild(context_dir)
+        records = index.covering(rel_path) or []
+    return index, records
+
+
+def refresh(context_dir: str, entries: Iterable[JSONObject]) -> None:
+    """Keep the index current after a store write; a cache failure never fails the write."""
+    try:  # noqa: SIM105 - contextlib is an import the per-edit path does not otherwise pay
+        write_index(context_dir, entries)
+    except (OSError, ValueError, TypeError):
+        pass  # Hooks find the index stale and rebuild it themselves.

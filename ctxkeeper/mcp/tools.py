@@ -1,0 +1,516 @@
+"""The MCP tool registry: schemas and annotations of the agent's verbs, and thin adapters.
+
+Every handler translates arguments, calls a verb and renders its result; no behaviour lives
+here (DESIGN.md, "thin doors"). The agent's surface has no approve, reject, lift or purge,
+and no way to set ``origin``: entries written here are always ``agent`` entries.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Final
+
+from ctxkeeper.core.model import ITEM_MAX, LIST_MAX, TEXT_MAX
+from ctxkeeper.mcp.tooldef import ToolResult, ToolSpec
+from ctxkeeper.read import render
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ctxkeeper.core._types import JSONObject, JSONValue
+    from ctxkeeper.core.store import Store
+
+#: Largest structured result a tool returns, in serialized characters. The text rendering
+#: doubles it, and Claude Code refuses output over 25,000 tokens (mcp.md §15).
+MAX_STRUCTURED_CHARS: Final = 30_000
+# One maximum for every door: the model refuses longer fields from the CLI too.
+_TEXT_MAX: Final = TEXT_MAX
+
+_STR: Final[JSONObject] = {"type": "string", "maxLength": _TEXT_MAX}
+_ID: Final[JSONObject] = {"type": "string", "pattern": "^(dec|con|pip)-[0-9]{3,}-[0-9a-f]{4}$"}
+_TIME: Final[JSONObject] = {
+    "type": "string",
+    "maxLength": 40,
+    "description": "ISO-8601 UTC; a bare date is the whole day",
+}
+_KIND: Final[JSONObject] = {"type": "string", "enum": ["decision", "constraint", "pipeline"]}
+_STATUS: Final[JSONObject] = {
+    "type": "string",
+    "enum": ["proposed", "active", "superseded", "deprecated", "rejected"],
+}
+
+
+def _strings(item: JSONObject | None = None, most: int = LIST_MAX) -> JSONObject:
+    return {
+        "type": "array",
+        "items": item or {"type": "string", "maxLength": ITEM_MAX},
+        "maxItems": most,
+    }
+
+
+_PROJECT: Final[JSONObject] = {
+    "type": "string",
+    "maxLength": 4096,
+    "description": "project root (optional)",
+}
+
+
+def _object(properties: JSONObject, required: list[str] | None = None) -> JSONObject:
+    schema: JSONObject = {
+        "type": "object",
+        "properties": {**properties, "project_dir": _PROJECT},
+        "additionalProperties": False,
+    }
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+def _out(properties: JSONObject, required: list[str]) -> JSONObject:
+    return {"type": "object", "properties": properties, "required": list(required)}
+
+
+_A: Final[JSONObject] = {"type": "array"}
+_O: Final[JSONObject] = {"type": "object"}
+
+RECORD_INPUT: Final = _object(
+    {
+        "kind": _KIND,
+        "summary": _STR,
+        "problem": _STR,
+        "why_chosen": _STR,
+        "alternatives": _strings(),
+        "rule": _STR,
+        "reason": _STR,
+        "hardness": {"type": "string", "enum": ["hard", "soft"]},
+        "name": _STR,
+        "purpose": _STR,
+        "steps": _strings(),
+        "scope": _strings(),
+        "tags": _strings(),
+        "related_to": _strings(_ID),
+        "supersedes": _strings(_ID, 20),
+        "valid_from": _TIME,
+        "valid_until": _TIME,
+    },
+    ["kind"],
+)
+CONTEXT_INPUT: Final = _object(
+    {
+        "query": _STR,
+        "tags": _strings(),
+        "path": {"type": "string", "maxLength": 4096},
+        "kinds": _strings(_KIND, 3),
+        "token_budget": {"type": "integer", "minimum": 100, "maximum": 20000},
+        "as_of": _TIME,
+        "include_history": {"type": "boolean"},
+        "abstain": {"type": "string", "enum": ["include", "withhold"]},
+    }
+)
+QUERY_INPUT: Final = _object(
+    {
+        "kinds": _strings(_KIND, 3),
+        "status": _strings(_STATUS, 5),
+        "origin": _strings({"type": "string", "enum": ["agent", "user", "import"]}, 3),
+        "hardness": {"type": "string", "enum": ["hard", "soft"]},
+        "tags_any": _strings(),
+        "tags_all": _strings(),
+        "scope": _strings(),
+        "covers_path": {"type": "string", "maxLength": 4096},
+        "text": _strings(),
+        "since": _TIME,
+        "before": _TIME,
+        "supersedes": _ID,
+        "superseded_by": _ID,
+        "as_of": _TIME,
+        "known_at": _TIME,
+        "limit": {"type": "integer", "minimum": 1, "maximum": 500},
+    }
+)
+
+
+#: Arguments that name files or directories, checked in every call (``updates`` too).
+_PATH_ARGUMENTS: Final = ("project_dir", "path", "covers_path", "scope")
+
+
+def _refuse_nul(arguments: JSONObject, prefix: str = "") -> None:
+    """A NUL is valid in JSON but in no file path; the OS calls would raise ``ValueError``
+    far from the argument that carried it."""
+    from ctxkeeper.core.errors import UsageError
+
+    for name in _PATH_ARGUMENTS:
+        value = arguments.get(name)
+        items = value if isinstance(value, list) else [value]
+        for index, item in enumerate(items):
+            if isinstance(item, str) and "\x00" in item:
+                where = prefix + name + (f"[{index}]" if isinstance(value, list) else "")
+                raise UsageError(
+                    f"{where} holds a NUL character (\\x00), which no file path can contain; "
+                    "pass the path without it"
+                )
+    updates = arguments.get("updates")
+    if isinstance(updates, dict) and not prefix:
+        _refuse_nul(updates, "updates.")
+
+
+def _open(arguments: JSONObject, default_dir: str | None) -> Store:
+    from ctxkeeper.core.store import Store
+
+    _refuse_nul(arguments)
+    store = Store.open(str(arguments.get("project_dir") or "") or default_dir)
+    store.require()
+    return store
+
+
+def _cap(result: JSONObject, key: str, *, keep: str = "first", minimum: int = 0) -> bool:
+    """Drop items from ``result[key]`` until the result fits; True if any went.
+
+    :param keep: ``first`` drops from the end (ranked lists), ``last`` from the start
+        (histories, whose newest revisions matter most).
+    :param minimum: items never dropped, however large the result.
+    """
+    items = result.get(key)
+    if not isinstance(items, list):
+        return False
+    cut = False
+    while (
+        len(items) > minimum and len(json.dumps(result, ensure_ascii=False)) > MAX_STRUCTURED_CHARS
+    ):
+        items.pop(0 if keep == "last" else -1)
+        cut = True
+    return cut
+
+
+def _record(store: Store, args: JSONObject) -> ToolResult:
+    from ctxkeeper.write.verbs import agent_actor, record_entry
+
+    fields = {k: v for k, v in args.items() if k not in ("kind", "supersedes", "project_dir")}
+    supersedes = args.get("supersedes")
+    result = record_entry(
+        store,
+        str(args["kind"]),
+        fields,
+        actor=agent_actor(),
+        supersedes=[str(s) for s in supersedes] if isinstance(supersedes, list) else None,
+    )
+    entry = result["entry"]
+    assert isinstance(entry, dict)
+    lines = [f"recorded {result['id']} ({render.status_label(entry)})"]
+    lines.extend(
+        f"{item['label']}: {item['id']} ({item['status']}, similarity {item['similarity']})"
+        for item in _dicts(result.get("similar_entries"))
+    )
+    lines.extend(f"superseded {old}" for old in _dicts_or_ids(result.get("superseded")))
+    lines.extend(f"note: {note}" for note in _dicts_or_ids(result.get("notes")))
+    lines.extend(
+        f"pending: superseding {item['id']} awaits a person (change {item['change']}); "
+        f"{item['id']} is unchanged and stays in force until they approve {result['id']}"
+        for item in _dicts(result.get("pending_supersession"))
+    )
+    lines.extend(
+        f"possible supersession of {maybe}: if it replaces it, record again with supersedes"
+        for maybe in _dicts_or_ids(result.get("possible_supersession"))
+    )
+    return ToolResult(result, "\n".join(lines))
+
+
+def _dicts(value: JSONValue) -> list[JSONObject]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _dicts_or_ids(value: JSONValue) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def _context(store: Store, args: JSONObject) -> ToolResult:
+    from ctxkeeper.read.rank import get_context
+
+    result = get_context(store, args)
+    truncated = _cap(result, "results")
+    head = f"top_relevance {result['top_relevance']}"
+    if result["no_confident_match"]:
+        head += " - no confident match: nothing stored clearly answers this; do not treat these as the answer"
+    blocks = [head]
+    for item in _dicts(result.get("results")):
+        label = f" [{item['label']}]" if item.get("label") else ""
+        entry = item.get("entry")
+        body = render.block(entry) if isinstance(entry, dict) else str(item.get("line"))
+        blocks.append(f"{body}{label}")
+    if result["budget_truncated"] or truncated:
+        blocks.append(
+            f"budget reached; left out: {', '.join(_dicts_or_ids(result.get('dropped_ids')))}"
+        )
+    return ToolResult(result, "\n\n".join(blocks), truncated=truncated)
+
+
+def _query(store: Store, args: JSONObject) -> ToolResult:
+    from ctxkeeper.read.query import query_entries
+
+    result = query_entries(store, args)
+    if _cap(result, "results"):
+        result["truncated"] = True
+    lines = [
+        f"{result['total']} match(es)"
+        + (" (showing the first; narrow the filters or lower limit)" if result["truncated"] else "")
+    ]
+    lines.extend(render.one_line(e) for e in _dicts(result.get("results")))
+    return ToolResult(result, "\n".join(lines), truncated=bool(result["truncated"]))
+
+
+def _get(store: Store, args: JSONObject) -> ToolResult:
+    from ctxkeeper.write.verbs import get_entry
+
+    result = get_entry(store, str(args["id"]))
+    cut = _cap(result, "history", keep="last", minimum=1)
+    history = result["history"]
+    assert isinstance(history, list)
+    entry = result["entry"]
+    assert isinstance(entry, dict)
+    text = render.block(entry) + "\n\nhistory:\n" + render.history(history)
+    return ToolResult({**result, "history_truncated": cut}, text, truncated=cut)
+
+
+def _update(store: Store, args: JSONObject) -> ToolResult:
+    from ctxkeeper.write.verbs import agent_actor, update_entry
+
+    updates = args["updates"]
+    assert isinstance(updates, dict)
+    result = update_entry(store, str(args["id"]), updates, str(args["reason"]), actor=agent_actor())
+    changed = ", ".join(_dicts_or_ids(result["changed"]))
+    if result["pending"]:
+        text = _pending_text(result, f"the update of {changed}")
+    else:
+        text = f"updated {result['id']} to revision {result['revision']}; changed {changed}"
+    return ToolResult(result, text)
+
+
+def _pending_text(result: JSONObject, what: str) -> str:
+    """Say plainly that nothing changed yet: the agent must not act as if it had."""
+    return (
+        f"pending: {what} awaits a person's approval (change {result['change']}); "
+        f"{result['id']} is unchanged and stays in force until they approve it with "
+        "`ctxkeeper review` / `ctxkeeper approve`"
+    )
+
+
+def _deprecate(store: Store, args: JSONObject) -> ToolResult:
+    from ctxkeeper.write.verbs import agent_actor, deprecate_entry
+
+    successor = args.get("superseded_by")
+    result = deprecate_entry(
+        store,
+        str(args["id"]),
+        str(args["reason"]),
+        actor=agent_actor(),
+        superseded_by=str(successor) if successor else None,
+    )
+    if result["pending"]:
+        return ToolResult(result, _pending_text(result, "the deprecation"))
+    return ToolResult(
+        result, f"deprecated {result['id']}; it is now a tombstone later writes are checked against"
+    )
+
+
+def _summary(store: Store, args: JSONObject) -> ToolResult:
+    from ctxkeeper.read.summary import project_summary, render_summary
+
+    budget = args.get("token_budget")
+    result = project_summary(store, token_budget=budget if isinstance(budget, int) else None)
+    return ToolResult(result, render_summary(result))
+
+
+_SIMILAR: Final[JSONObject] = {"type": "array", "items": {"type": "object"}}
+_BOOL: Final[JSONObject] = {"type": "boolean"}
+_CHANGE: Final[JSONObject] = {"type": "string", "description": "id of the change awaiting a person"}
+_READ: Final = (True, False, True)  # read-only, not destructive, idempotent
+_ADDS: Final = (False, False, False)
+_CHANGES: Final = (False, True, False)
+_Handler = Callable[["Store", "JSONObject"], ToolResult]
+
+
+def _table() -> list[
+    tuple[str, str, str, JSONObject, JSONObject, tuple[bool, bool, bool], _Handler]
+]:
+    """name, title, description, input schema, output schema, hints, handler; in list order."""
+    return [
+        (
+            "get_context",
+            "Get relevant project memory",
+            (
+                "Ranked decisions, constraints and pipelines for a question and/or the file you "
+                "are about to change (path). Check no_confident_match: when true, nothing stored "
+                "answers it."
+            ),
+            CONTEXT_INPUT,
+            _out(
+                {
+                    "results": _A,
+                    "top_relevance": {"type": "number"},
+                    "no_confident_match": {"type": "boolean"},
+                    "budget_truncated": {"type": "boolean"},
+                    "dropped_ids": _A,
+                },
+                [
+                    "results",
+                    "top_relevance",
+                    "no_confident_match",
+                    "budget_truncated",
+                    "dropped_ids",
+                ],
+            ),
+            _READ,
+            _context,
+        ),
+        (
+            "record_entry",
+            "Record a decision, constraint or pipeline",
+            (
+                "Store what a later session must know, with its why. decision: summary (20+ "
+                "chars), problem (40+), why_chosen (60+), alternatives. constraint: rule (15+), "
+                "reason (40+, the incident behind it), hardness hard|soft. pipeline: name, purpose "
+                "(40+), steps (10+ each). Pass supersedes=[ids] when it replaces entries. Refused "
+                "if thin, secret-bearing, or matching a rejected/deprecated entry."
+            ),
+            RECORD_INPUT,
+            _out(
+                {
+                    "id": {"type": "string"},
+                    "entry": _O,
+                    "similar_entries": _SIMILAR,
+                    "superseded": _A,
+                    "pending_supersession": _A,
+                    "pending": _BOOL,
+                    "possible_supersession": _A,
+                },
+                ["id", "entry", "similar_entries"],
+            ),
+            _ADDS,
+            _record,
+        ),
+        (
+            "query_entries",
+            "Filter project memory exactly",
+            (
+                "Exact filters, no ranking; every status unless status is given. known_at: what "
+                "the store held then; as_of: entries valid then; text: substrings that must all "
+                "appear."
+            ),
+            QUERY_INPUT,
+            _out({"results": _A, "total": {"type": "integer"}}, ["results", "total"]),
+            _READ,
+            _query,
+        ),
+        (
+            "get_entry",
+            "Get one entry with its history",
+            "One entry by id, with every revision from the journal (op, actor, reason, before, after).",
+            _object({"id": _ID}, ["id"]),
+            _out({"entry": _O, "pending_changes": _A, "history": _A}, ["entry", "history"]),
+            _READ,
+            _get,
+        ),
+        (
+            "update_entry",
+            "Update an entry",
+            (
+                "Change fields of an active or proposed entry; reason required. Floors re-apply. "
+                "Superseded or retired entries are frozen: record a successor instead. A change "
+                "to an entry a person recorded or approved waits for them (pending: true)."
+            ),
+            _object(
+                {
+                    "id": _ID,
+                    "updates": _O,
+                    "reason": {"type": "string", "minLength": 10, "maxLength": 2000},
+                },
+                ["id", "updates", "reason"],
+            ),
+            _out(
+                {
+                    "id": {"type": "string"},
+                    "entry": _O,
+                    "revision": {"type": "integer"},
+                    "changed": _A,
+                    "similar_entries": _SIMILAR,
+                    "pending": _BOOL,
+                    "change": _CHANGE,
+                },
+                ["id", "entry", "revision"],
+            ),
+            _CHANGES,
+            _update,
+        ),
+        (
+            "deprecate_entry",
+            "Retire an entry",
+            (
+                "Retire an entry with a reason (20+ chars), optionally naming its successor. It "
+                "becomes a tombstone: the same content is refused later. Retiring an entry a "
+                "person recorded or approved waits for them (pending: true)."
+            ),
+            _object(
+                {
+                    "id": _ID,
+                    "reason": {"type": "string", "minLength": 20, "maxLength": 2000},
+                    "superseded_by": _ID,
+                },
+                ["id", "reason"],
+            ),
+            _out(
+                {"id": {"type": "string"}, "entry": _O, "pending": _BOOL, "change": _CHANGE},
+                ["id", "entry"],
+            ),
+            _CHANGES,
+            _deprecate,
+        ),
+        (
+            "get_project_summary",
+            "Overview of project memory",
+            "Counts, hard constraints in force, recent decisions and pending reviews, within a budget.",
+            _object({"token_budget": {"type": "integer", "minimum": 200, "maximum": 20000}}),
+            _out(
+                {
+                    "total": {"type": "integer"},
+                    "counts": _O,
+                    "hard_constraints": _A,
+                    "recent_decisions": _A,
+                    "pending_review": {"type": "integer"},
+                    "pending_changes": _A,
+                },
+                ["total", "counts", "hard_constraints", "recent_decisions", "pending_review"],
+            ),
+            _READ,
+            _summary,
+        ),
+    ]
+
+
+def load_tools(project_dir: str | None = None) -> list[ToolSpec]:
+    """The agent's tools, in a fixed order, bound to ``project_dir`` unless a call names one."""
+    return [
+        ToolSpec(
+            name=name,
+            title=title,
+            description=description,
+            input_schema=input_schema,
+            output_schema=output_schema,
+            read_only=read_only,
+            destructive=destructive,
+            idempotent=idempotent,
+            handler=_bind(handler, project_dir),
+        )
+        for name, title, description, input_schema, output_schema, (
+            read_only,
+            destructive,
+            idempotent,
+        ), handler in _table()
+    ]
+
+
+def _bind(
+    handler: Callable[[Store, JSONObject], ToolResult], project_dir: str | None
+) -> Callable[[JSONObject], ToolResult]:
+    def call(arguments: JSONObject) -> ToolResult:
+        return handler(_open(arguments, project_dir), arguments)
+
+    return call

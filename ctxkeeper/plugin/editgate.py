@@ -1,0 +1,131 @@
+"""PreToolUse on Edit/Write/NotebookEdit: deliver covering constraints, gate on hard ones.
+
+The first edit of a file governed by hard constraints the session has not been given is
+denied with those constraints as the reason, so the model reads them before the change lands
+and re-issues a compliant edit, which then passes (DESIGN.md promise 4). Soft constraints ride
+along as ``additionalContext``. Edits of the store itself are denied with the MCP tool to use.
+
+Import-light on purpose (con-001-5f40): the scope index, the ledger and ``ctxkeeper.core.scope``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ctxkeeper.core import scopeindex
+from ctxkeeper.core.scope import relative_path
+from ctxkeeper.plugin import ledger
+from ctxkeeper.plugin.hookio import HookInputError, utc_now
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ctxkeeper.core._types import JSONObject
+    from ctxkeeper.core.scopeindex import Record
+    from ctxkeeper.plugin.hookio import HookContext
+
+#: Constraints shown per tool call; the rest are one ``get_context`` away.
+SHOWN_PER_CALL = 5
+_EVENT = "PreToolUse"
+
+
+def _target(ctx: HookContext) -> str:
+    tool_input = ctx.payload.get("tool_input")
+    if not isinstance(tool_input, dict):
+        raise HookInputError("stdin field 'tool_input' is missing or not an object")
+    keys = ("notebook_path", "file_path")
+    if ctx.payload.get("tool_name") != "NotebookEdit":
+        keys = ("file_path", "notebook_path")
+    for key in keys:
+        value = tool_input.get(key)
+        if isinstance(value, str) and value and "\0" not in value:
+            return value
+    raise HookInputError("tool_input has no file_path (or notebook_path) string")
+
+
+def _deny(reason: str) -> JSONObject:
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": _EVENT,
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }
+    }
+
+
+def _in_store(path: str, root: str) -> bool:
+    # Compare the lexical and the resolved path, so a symlink into .context/ is caught too;
+    # lower-case, because macOS and Windows file systems ignore case.
+    for rel in (relative_path(path, root), relative_path(os.path.realpath(path), root)):
+        if rel is not None and (rel.lower() == ".context" or rel.lower().startswith(".context/")):
+            return True
+    return False
+
+
+STORE_EDIT_REASON = (
+    "Files under .context/ are ctxkeeper's store; its tools change them, so the journal "
+    "keeps every revision. Use the ctxkeeper MCP tools instead: record_entry for a new "
+    "decision, constraint or pipeline, update_entry to change an entry, deprecate_entry to "
+    "retire one."
+)
+
+
+def describe(record: Record) -> str:
+    """One constraint as plain facts: id, hardness, scope, rule, reason."""
+    entry_id, hardness, rule, reason, *_rest, key = record
+    scope = key or "whole project"
+    return f"- {entry_id} ({hardness}, scope {scope}): {rule} Reason: {reason}"
+
+
+def _order(record: Record) -> tuple[int, int, str]:
+    # Hard first, then the narrowest scope (the rule written for this very place), then id.
+    return (record[1] != "hard", -len(record[6].split("/")) if record[6] else 0, record[0])
+
+
+def _pointer(rel: str, hidden: int) -> str:
+    return f"{hidden} more constraint(s) cover {rel}; get_context with path={rel!r} lists them all."
+
+
+def handle(ctx: HookContext) -> JSONObject | None:
+    """The PreToolUse answer for an Edit, Write or NotebookEdit call, or None to stay silent."""
+    path = _target(ctx)
+    if _in_store(path, ctx.root):
+        return _deny(STORE_EDIT_REASON)
+    rel = relative_path(path, ctx.root)
+    if rel is None:
+        return None  # Outside the project: no scope covers it.
+    index, records = scopeindex.lookup(ctx.context_dir, rel)
+    now = utc_now()
+    live = [record for record in records if scopeindex.valid_at(record, now)]
+    if not live:
+        return None
+    ledger_file = ctx.ledger()
+    seen = ledger.delivered(ledger_file)
+    fresh = sorted((r for r in live if r[0] not in seen), key=_order)
+    if not fresh:
+        return None
+    shown = fresh[:SHOWN_PER_CALL]
+    hard = [r for r in fresh if r[1] == "hard"]
+    lines = [describe(record) for record in shown]
+    if len(fresh) > len(shown):
+        lines.append(_pointer(rel, len(fresh) - len(shown)))
+    if hard and index.hard_delivery == "gate":
+        # Every hard one counts as delivered, shown or not: one denial per file per session.
+        ledger.mark(ledger_file, dict.fromkeys([r[0] for r in hard] + [r[0] for r in shown]))
+        head = (
+            f"ctxkeeper: {rel} is governed by {len(hard)} hard "
+            f"constraint{'' if len(hard) == 1 else 's'} not yet shown in this session, so "
+            "this edit was held back before it ran:"
+        )
+        tail = (
+            "The same edit may be re-issued once it complies with them; these constraints "
+            "do not hold back another edit in this session."
+        )
+        return _deny("\n".join([head, *lines, tail]))
+    ledger.mark(ledger_file, [r[0] for r in shown])
+    head = f"ctxkeeper: constraints in force for {rel}:"
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": _EVENT,
+            "additionalContext": "\n".join([head, *lines]),
+        }
+    }

@@ -1,0 +1,270 @@
+"""``get_context``: ranked retrieval that fills a token budget and says when it does not know."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Final
+
+from ctxkeeper.core import times
+from ctxkeeper.core.errors import UsageError
+from ctxkeeper.core.model import KINDS, LIVE_STATUSES
+from ctxkeeper.core.scope import covers, relative_path, specificity
+from ctxkeeper.core.text import terms
+from ctxkeeper.read.render import one_line
+from ctxkeeper.read.textindex import TextIndex
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from datetime import datetime
+
+    from ctxkeeper.core._types import JSONObject, JSONValue
+    from ctxkeeper.core.store import State, Store
+
+#: Below this relevance the best match is not trusted to answer the query. Chosen from the
+#: abstention sweep in evals/README.md: the highest floor whose false abstention on the dev
+#: split stays within 5% (a wrong "nothing here" costs more than a flagged weak answer).
+RELEVANCE_FLOOR: Final = 0.29  # dec-005-121f
+DEFAULT_BUDGET: Final = 4000
+MAX_RESULTS: Final = 20
+ABSTAIN_MODES: Final = ("include", "withhold")
+_TAG_BOOST: Final = 2.0
+_SCOPE_BOOST: Final = 1.5
+_RELATED_SHARE: Final = 0.5
+
+
+@dataclass(frozen=True)
+class ContextQuery:
+    """The arguments of ``get_context`` after validation."""
+
+    query: str = ""
+    tags: tuple[str, ...] = ()
+    path: str | None = None
+    kinds: tuple[str, ...] = ()
+    token_budget: int = DEFAULT_BUDGET
+    as_of: datetime | None = None
+    include_history: bool = False
+    abstain: str = "include"
+
+
+def parse_query(arguments: Mapping[str, object]) -> ContextQuery:
+    """Validate ``get_context`` arguments (the MCP schema already checked their types)."""
+    kinds = tuple(str(k) for k in _list(arguments.get("kinds")))
+    for kind in kinds:
+        if kind not in KINDS:
+            raise UsageError(f"kinds: {kind!r} is not one of {', '.join(KINDS)}")
+    budget = arguments.get("token_budget", DEFAULT_BUDGET)
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 100:
+        raise UsageError("token_budget must be an integer of at least 100")
+    abstain = str(arguments.get("abstain", "include"))
+    if abstain not in ABSTAIN_MODES:
+        raise UsageError(f"abstain must be one of {', '.join(ABSTAIN_MODES)}")
+    as_of = arguments.get("as_of")
+    return ContextQuery(
+        query=str(arguments.get("query") or ""),
+        tags=tuple(str(t).lower() for t in _list(arguments.get("tags"))),
+        path=str(arguments["path"]) if arguments.get("path") else None,
+        kinds=kinds,
+        token_budget=budget,
+        as_of=times.parse_optional_time(as_of, field="as_of"),
+        include_history=bool(arguments.get("include_history", False)),
+        abstain=abstain,
+    )
+
+
+def _list(value: object) -> list[object]:
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
+class _IndexCache:
+    """The text index of the last store state seen.
+
+    ``Store.load`` hands back the same :class:`State` object while ``entries.json`` is
+    unchanged on disk and a new one after any write or hand edit, so identity is the key.
+    """
+
+    def __init__(self) -> None:
+        self.state: State | None = None
+        self.entries: list[JSONObject] = []
+        self.index = TextIndex()
+
+    def get(self, state: State) -> tuple[list[JSONObject], TextIndex]:
+        if state is not self.state:
+            self.entries = [state.entries[k] for k in sorted(state.entries)]
+            self.index = TextIndex.build(self.entries)
+            self.state = state
+        return self.entries, self.index
+
+
+_CACHE = _IndexCache()
+
+
+def get_context(store: Store, arguments: Mapping[str, object]) -> JSONObject:
+    """Rank entries for a query, a file path and tags; see DESIGN.md ``get_context``."""
+    request = parse_query(arguments)
+    entries, index = _CACHE.get(store.load())
+    return rank(entries, index, request, root=store.root)
+
+
+def rank(
+    entries: Sequence[JSONObject], index: TextIndex, request: ContextQuery, *, root: str
+) -> JSONObject:
+    """The ranking proper, separate from the store so evals and benchmarks can drive it."""
+    instant = request.as_of or times.now()
+    by_id = {str(e["id"]): e for e in entries}
+    rel_path = relative_path(request.path, root) if request.path else None
+    query_terms = terms(request.query)
+    text_scores, relevance = index.score_terms(query_terms) if query_terms else ({}, {})
+
+    scored: dict[str, tuple[float, float]] = {}
+    for doc, entry in enumerate(entries):
+        if not _eligible(entry, request, instant):
+            continue
+        text = text_scores.get(doc, 0.0)
+        tag_hits = len(set(request.tags) & {str(t) for t in _list(entry.get("tags"))})
+        scopes = [str(s) for s in _list(entry.get("scope"))]
+        # dec-004-3b48: only an explicit scope ties an entry to a file; project-wide entries are reached
+        # through the query or tags, or every path would return all of them.
+        covered = bool(scopes) and rel_path is not None and covers(scopes, rel_path)
+        if text <= 0 and not tag_hits and not covered:
+            continue
+        score = text + _TAG_BOOST * tag_hits
+        if covered and rel_path is not None:
+            # Narrower scopes say more about this file than project-wide ones.
+            score += _SCOPE_BOOST * (1.0 + min(specificity(scopes, rel_path), 4) / 4)
+        score *= _secondary(entry, instant)
+        match = relevance.get(doc, 0.0) if query_terms else _structural_relevance(tag_hits, covered)
+        scored[str(entry["id"])] = (score, match)
+
+    _follow_related(scored, by_id, request, instant)
+    if request.include_history:
+        _add_history_links(scored, by_id, request, instant)
+    ranked = sorted(scored.items(), key=lambda item: (-item[1][0], item[0]))[:MAX_RESULTS]
+    top_relevance = max((match for _, (_, match) in ranked), default=0.0)
+    no_confident = top_relevance < RELEVANCE_FLOOR
+    withhold = no_confident and request.abstain == "withhold"
+    return _fill_budget(ranked, by_id, request, top_relevance, no_confident, withhold=withhold)
+
+
+def _eligible(entry: Mapping[str, JSONValue], request: ContextQuery, instant: datetime) -> bool:
+    if request.kinds and entry.get("kind") not in request.kinds:
+        return False
+    if request.include_history:
+        return True
+    return entry.get("status") in LIVE_STATUSES and times.is_valid_at(dict(entry), instant)
+
+
+def _structural_relevance(tag_hits: int, covered: bool) -> float:
+    # Without query text, a tag or scope match is the whole question, so it is confident.
+    return 1.0 if tag_hits or covered else 0.0
+
+
+def _secondary(entry: Mapping[str, JSONValue], instant: datetime) -> float:
+    """Status, origin and recency nudge the order among matches; they never create a match."""
+    factor = {"active": 1.0, "proposed": 0.85}.get(str(entry.get("status")), 0.6)
+    if entry.get("origin") == "user":
+        factor *= 1.05
+    updated = times.parse_stored_bound(entry.get("updated_at"), end_of_day=False)
+    if updated is not None:
+        age_days = max((instant - updated).days, 0)
+        factor *= 1.0 + 0.1 * math.exp(-age_days / 180)
+    return factor
+
+
+def _follow_related(
+    scored: dict[str, tuple[float, float]],
+    by_id: Mapping[str, JSONObject],
+    request: ContextQuery,
+    instant: datetime,
+) -> None:
+    """One hop along ``related_to``: a strong match brings its related entries along."""
+    for entry_id, (score, match) in list(scored.items()):
+        for related in _list(by_id[entry_id].get("related_to")):
+            other = by_id.get(str(related))
+            if other is None or str(related) in scored or not _eligible(other, request, instant):
+                continue
+            scored[str(related)] = (score * _RELATED_SHARE, match * _RELATED_SHARE)
+
+
+def _add_history_links(
+    scored: dict[str, tuple[float, float]],
+    by_id: Mapping[str, JSONObject],
+    request: ContextQuery,
+    instant: datetime,
+) -> None:
+    """History questions need both ends of a supersession: bring the other end along."""
+    for entry_id, (score, match) in list(scored.items()):
+        entry = by_id[entry_id]
+        linked = [entry.get("superseded_by"), *_list(entry.get("supersedes"))]
+        for other_id in linked:
+            known = isinstance(other_id, str) and other_id in by_id and other_id not in scored
+            if known and _eligible(by_id[str(other_id)], request, instant):
+                scored[str(other_id)] = (score * 0.9, match)
+
+
+def _label(entry: Mapping[str, JSONValue], by_id: Mapping[str, JSONObject]) -> JSONObject:
+    status = entry.get("status")
+    info: JSONObject = {}
+    if status == "proposed":
+        info["label"] = "unreviewed: proposed by an agent, not yet approved by a person"
+    elif status == "superseded":
+        successor = by_id.get(str(entry.get("superseded_by")))
+        info["label"] = "superseded: history, not current practice"
+        info["successor"] = (
+            {"id": successor["id"], "line": one_line(successor)} if successor else None
+        )
+    elif status in ("deprecated", "rejected"):
+        info["label"] = (
+            f"tombstone ({status}): {entry.get('status_reason') or 'no reason recorded'}"
+        )
+    return info
+
+
+def _cost(item: JSONValue) -> int:
+    """Tokens an item costs the caller, estimated as characters / 4."""
+    return len(json.dumps(item, ensure_ascii=False)) // 4 + 1
+
+
+def _fill_budget(
+    ranked: list[tuple[str, tuple[float, float]]],
+    by_id: Mapping[str, JSONObject],
+    request: ContextQuery,
+    top_relevance: float,
+    no_confident: bool,
+    *,
+    withhold: bool,
+) -> JSONObject:
+    results: list[JSONValue] = []
+    dropped: list[JSONValue] = []
+    spent = 0
+    for entry_id, (score, match) in ranked:
+        entry = by_id[entry_id]
+        item: JSONObject = {
+            "id": entry_id,
+            "kind": entry["kind"],
+            "status": entry["status"],
+            "score": round(score, 4),
+            "relevance": round(match, 4),
+            **_label(entry, by_id),
+        }
+        if withhold:
+            item["line"] = one_line(entry)
+        else:
+            item["entry"] = entry
+        cost = _cost(item)
+        if spent + cost > request.token_budget:
+            dropped.append(entry_id)
+            continue
+        spent += cost
+        results.append(item)
+    return {
+        "results": results,
+        "top_relevance": round(top_relevance, 4),
+        "no_confident_match": no_confident,
+        "withheld": withhold,
+        "budget_truncated": bool(dropped),
+        "dropped_ids": dropped,
+        "tokens_used": spent,
+    }

@@ -1,0 +1,113 @@
+"""``get_project_summary``: a budgeted overview for the start of a session."""
+
+from __future__ import annotations
+
+import json
+from typing import Final
+
+from ctxkeeper.core import times
+from ctxkeeper.core.changes import awaiting_decision, pending_changes
+from ctxkeeper.core.model import KINDS, STATUSES
+from ctxkeeper.read.render import one_line
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from ctxkeeper.core._types import JSONObject, JSONValue
+    from ctxkeeper.core.store import Store
+
+RECENT_DECISIONS: Final = 5
+PENDING_LISTED: Final = 20
+
+
+def project_summary(store: Store, *, token_budget: int | None = None) -> JSONObject:
+    """Counts, the hard constraints in force, recent decisions and pending reviews.
+
+    ``pending_review`` counts what awaits a person: proposed entries (``pending_ids``) and
+    agent changes to entries a person recorded or approved (``pending_changes``).
+
+    Lists are cut to fit the budget (characters / 4), hard constraints first because they
+    are what an agent must not break; ``truncated`` says whether anything was left out.
+    """
+    budget = token_budget or store.config().summary_budget
+    entries = list(store.load().entries.values())
+    instant = times.now()
+    live_now = [
+        e for e in entries if e.get("status") == "active" and times.is_valid_at(dict(e), instant)
+    ]
+    counts: JSONObject = {
+        kind: {s: n for s in STATUSES if (n := _count(entries, kind, s))} for kind in KINDS
+    }
+    hard = sorted(
+        (e for e in live_now if e.get("kind") == "constraint" and e.get("hardness") == "hard"),
+        key=lambda e: str(e["id"]),
+    )
+    recent = sorted(
+        (e for e in live_now if e.get("kind") == "decision"),
+        key=lambda e: str(e.get("updated_at")),
+        reverse=True,
+    )[:RECENT_DECISIONS]
+    pending = sorted(str(e["id"]) for e in entries if e.get("status") == "proposed")
+    changes = pending_changes(entries)
+    remaining = budget * 4
+    hard_items, remaining, cut_hard = _fit(hard, remaining, with_scope=True)
+    recent_items, remaining, cut_recent = _fit(recent, remaining, with_scope=False)
+    return {
+        "total": len(entries),
+        "counts": counts,
+        "hard_constraints": hard_items,
+        "recent_decisions": recent_items,
+        "pending_review": awaiting_decision(entries),
+        "pending_ids": list(pending[:PENDING_LISTED]),
+        "pending_changes": [
+            {"change": c["change"], "id": c["id"], "op": c["op"], "stale": c["stale"]}
+            for c in changes[:PENDING_LISTED]
+        ],
+        "drift": None,
+        "truncated": cut_hard or cut_recent,
+    }
+
+
+def _count(entries: Iterable[JSONObject], kind: str, status: str) -> int:
+    return sum(1 for e in entries if e.get("kind") == kind and e.get("status") == status)
+
+
+def _fit(
+    entries: list[JSONObject], remaining: int, *, with_scope: bool
+) -> tuple[list[JSONValue], int, bool]:
+    items: list[JSONValue] = []
+    for entry in entries:
+        item: JSONObject = {"id": entry["id"], "line": one_line(entry)}
+        if with_scope:
+            item["scope"] = entry.get("scope")
+            item["reason"] = entry.get("reason")
+        size = len(json.dumps(item, ensure_ascii=False))
+        if size > remaining:
+            return items, remaining, True
+        remaining -= size
+        items.append(item)
+    return items, remaining, False
+
+
+def render_summary(summary: JSONObject) -> str:
+    lines = [f"{summary['total']} entries; {summary['pending_review']} awaiting review"]
+    changes = summary.get("pending_changes")
+    if isinstance(changes, list) and changes:
+        lines.append(
+            "changes awaiting a person (the entries stay as they are until then): "
+            + ", ".join(
+                f"{c['op']} of {c['id']} ({c['change']})" for c in changes if isinstance(c, dict)
+            )
+        )
+    hard = summary.get("hard_constraints")
+    if isinstance(hard, list) and hard:
+        lines.append("hard constraints in force:")
+        lines.extend(f"  {item['line']}" for item in hard if isinstance(item, dict))
+    recent = summary.get("recent_decisions")
+    if isinstance(recent, list) and recent:
+        lines.append("recent decisions:")
+        lines.extend(f"  {item['line']}" for item in recent if isinstance(item, dict))
+    if summary.get("truncated"):
+        lines.append("(cut to fit the budget; use get_context or query_entries for more)")
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""The write path: the checks a candidate entry passes (capture, similarity) and the verbs."""

@@ -1,0 +1,740 @@
+"""Entry similarity: close pairs, restatements, contradictions, tombstone and supersession hits."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from types import MappingProxyType
+from typing import Final, Literal, NamedTuple, TypedDict
+
+from ctxkeeper.core.errors import UsageError
+from ctxkeeper.core.model import LIVE_STATUSES, TOMBSTONE_STATUSES
+from ctxkeeper.core.scope import normalize_scope, scope_covers
+from ctxkeeper.core.text import NEGATION, STOPWORDS, comparable, fingerprint, stem, terms, tokenize
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+
+__all__ = [
+    "RESTATEMENT_THRESHOLD",
+    "SIMILAR_THRESHOLD",
+    "SUPERSESSION_THRESHOLD",
+    "TOMBSTONE_THRESHOLD",
+    "Label",
+    "SimilarEntry",
+    "classify",
+    "different_choice",
+    "entry_text",
+    "matching_tombstone",
+    "polarity_conflict",
+    "possible_supersession",
+    "similar_entries",
+    "similarity",
+    "statement",
+    "tombstone_score",
+]
+
+Label = Literal["likely_restatement", "likely_contradiction"]
+
+# Chosen from the labelled pairs in evals/similarity/pairs.jsonl; the sweep, the measured rates
+# and the reasoning are in evals/SIMILARITY.md (regenerate: `python3 evals/similarity_eval.py`).
+SIMILAR_THRESHOLD: Final[float] = 0.40
+"""Pairs scoring at least this are reported in ``similar_entries``."""
+TOMBSTONE_THRESHOLD: Final[float] = 0.60
+"""A candidate this close to a deprecated or rejected entry is refused as a re-assertion."""
+SUPERSESSION_THRESHOLD: Final[float] = 0.50
+"""A live entry of the same kind and place this close may be what the candidate replaces."""
+RESTATEMENT_THRESHOLD: Final[float] = TOMBSTONE_THRESHOLD
+"""A pair this close without opposite polarity says the same thing: the tombstone bar."""
+
+# The fields that say what an entry *is* (primary) and why (secondary); steps, alternatives
+# and why_chosen describe how or why-not and vary freely between restatements.
+_PRIMARY: Final = MappingProxyType(
+    {"decision": ("summary",), "constraint": ("rule",), "pipeline": ("name", "purpose")}
+)
+_SECONDARY: Final = MappingProxyType(
+    {"decision": ("problem",), "constraint": ("reason",), "pipeline": ()}
+)
+# Weights measured in evals/SIMILARITY.md: the rule or summary decides, the reason refines.
+_PRIMARY_WEIGHT: Final = 0.8
+_TERM_WEIGHT: Final = 0.6
+
+
+class SimilarEntry(TypedDict):
+    """One stored entry close to a candidate, as reported by ``record_entry``."""
+
+    id: str
+    kind: str
+    status: str
+    similarity: float
+    label: Label | None
+
+
+_Features = tuple[frozenset[str], frozenset[str]]
+_FEATURE_CACHE_MAX: Final = 65_536
+
+
+# Cached: every write compares against every stored entry, whose texts rarely change.
+_comparable = lru_cache(maxsize=_FEATURE_CACHE_MAX)(comparable)
+
+
+def _field_text(entry: Mapping[str, object], fields: Sequence[str]) -> str:
+    values = (entry.get(field) for field in fields)
+    return ". ".join(_comparable(value) for value in values if isinstance(value, str) and value)
+
+
+def statement(entry: Mapping[str, object]) -> str:
+    """Return the text of the fields that define the entry, which polarity is read from.
+
+    Decision: summary; constraint: rule; pipeline: name and purpose. The text is in its
+    comparable form (:func:`ctxkeeper.core.text.comparable`): look-alike letters, invisible
+    characters and shorthands such as "w/o" cannot hide a restatement.
+    """
+    return _field_text(entry, _PRIMARY.get(str(entry.get("kind")), ()))
+
+
+def _secondary_text(entry: Mapping[str, object]) -> str:
+    return _field_text(entry, _SECONDARY.get(str(entry.get("kind")), ()))
+
+
+def entry_text(entry: Mapping[str, object]) -> str:
+    """Return the text that states what the entry is, primary fields first.
+
+    Decision: summary and problem; constraint: rule and reason; pipeline: name and purpose.
+    """
+    primary, secondary = statement(entry), _secondary_text(entry)
+    return f"{primary}. {secondary}" if secondary else primary
+
+
+_gram_cache: dict[str, frozenset[str]] = {}
+# Tombstone matching fingerprints every tombstone on every write; the texts rarely change.
+_fingerprint = lru_cache(maxsize=_FEATURE_CACHE_MAX)(fingerprint)
+
+
+def _grams(term: str) -> frozenset[str]:
+    grams = _gram_cache.get(term)
+    if grams is None:
+        if len(_gram_cache) >= _FEATURE_CACHE_MAX:
+            _gram_cache.clear()
+        padded = f" {term} "
+        grams = _gram_cache[term] = frozenset(padded[i : i + 3] for i in range(len(padded) - 2))
+    return grams
+
+
+# Keyed on the text itself, so an edited entry gets fresh features and identical texts share
+# one computation; the bound keeps a long-lived server from growing without limit.
+@lru_cache(maxsize=_FEATURE_CACHE_MAX)
+def _features(text: str) -> _Features:
+    words = frozenset(terms(text))
+    return words, frozenset().union(*map(_grams, words))
+
+
+def _dice(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a or not b:
+        return 0.0
+    return 2 * len(a & b) / (len(a) + len(b))
+
+
+def _text_similarity(a: _Features, b: _Features) -> float:
+    return _TERM_WEIGHT * _dice(a[0], b[0]) + (1 - _TERM_WEIGHT) * _dice(a[1], b[1])
+
+
+def _entry_features(entry: Mapping[str, object]) -> tuple[_Features, _Features | None]:
+    secondary = _secondary_text(entry)
+    return _features(statement(entry)), _features(secondary) if secondary else None
+
+
+def _score(a: tuple[_Features, _Features | None], b: tuple[_Features, _Features | None]) -> float:
+    score = _text_similarity(a[0], b[0])
+    if a[1] is not None and b[1] is not None:
+        score = _PRIMARY_WEIGHT * score + (1 - _PRIMARY_WEIGHT) * _text_similarity(a[1], b[1])
+    return score
+
+
+def similarity(a: Mapping[str, object], b: Mapping[str, object]) -> float:
+    """Return how close two entries' statements are, from 0 (unrelated) to 1 (identical).
+
+    Symmetric. Blends stemmed-term overlap with character-trigram overlap (robust to light
+    rewording) on the primary fields (:func:`statement`), refined by the secondary fields
+    (problem, reason) when both entries have them. Entries of different kinds are compared
+    field role by field role.
+    """
+    return _score(_entry_features(a), _entry_features(b))
+
+
+# ---------------------------------------------------------------------------------- polarity
+
+# Tokens that negate their clause. An odd number of them makes a statement negative, so
+# "never deploy without tests" reads as positive, like "always deploy with tests".
+_NEGATOR_LIST: Final = """
+    not no never nor cannot none non without avoid avoids avoided avoiding
+    forbid forbids forbidden forbidding ban bans banned prohibit prohibits prohibited disallow
+    disallows disallowed
+"""
+_NEGATORS: Final = frozenset(_NEGATOR_LIST.split())
+# Pairs of opposite words, compared by stem. A negator already covers always/never and
+# use/avoid; listing them here too would count one reversal twice and cancel it out.
+_ANTONYMS: Final = (
+    ("enable enables enabled", "disable disables disabled"),
+    ("allow allows allowed permit permitted", "deny denies denied block blocks blocked"),
+    ("sync synchronous synchronously blocking", "async asynchronous asynchronously"),
+    ("include includes included", "exclude excludes excluded"),
+    ("add adds added insert", "remove removes removed delete deleted drop dropped"),
+    ("accept accepts accepted", "reject rejects rejected refuse refused"),
+    ("public publicly", "private privately"),
+    ("mutable", "immutable"),
+    ("before", "after"),
+    ("increase increases increased raise", "decrease decreases decreased reduce lower"),
+    ("manual manually", "automatic automatically"),
+    ("sequential sequentially serially", "parallel concurrently"),
+    ("local locally", "remote remotely"),
+    ("internal", "external"),
+    ("least minimum", "most maximum"),
+    ("true", "false"),
+    ("strict strictly", "lenient loose"),
+    ("soft", "hard"),
+)
+_SIDES: Final = {
+    stem(word): (index, side)
+    for index, pair in enumerate(_ANTONYMS)
+    for side, words in enumerate(pair)
+    for word in words.split()
+}
+_HARD: Final = frozenset({"must", "required", "require", "requires", "mandatory", "shall"})
+_SOFT: Final = frozenset({"may", "optional", "optionally"})
+
+
+# Clause boundaries: sentence punctuation, dashes, conjunctions that start a reason or a
+# contrast ("so a second run does no harm"; not "while", which usually binds two halves of
+# one prohibition: "never hold a lock while calling out"), a comma or "and" that introduces a negated
+# contrast (", not by tag", "and never on weekends"), and "instead of" / "rather than", which
+# open a clause naming the rejected alternative. A plain list comma stays inside its clause.
+_CLAUSE_BREAK: Final = re.compile(
+    r"[;:.!?]+(?=\s|$)|[()\u2013\u2014]+|\s-{1,2}\s"
+    r"|\b(?:but|so|because|unless|otherwise|although|whereas)\b"
+    r"|(?:,\s*|\band\s+)(?=(?:not|never|but|except)\b)"
+    r"|(?=\b(?:instead\s+of|rather\s+than)\b)"
+)
+_ALTERNATIVE: Final = ("instead", "rather")
+# A short clause opened by one of these and ended by a comma is a fronted condition of the
+# next one: "Without a key, never call X" is one prohibition, as "Never call X without a key".
+_FRONTED: Final = frozenset(
+    {"without", "with", "before", "after", "when", "whenever", "if", "during", "for", "in", "on"}
+    | {"once", "while", "until", "outside", "inside", "within"}
+)
+_FRONTED_MAX_TOKENS: Final = 8
+
+
+# Quantities, so that "at most three retries" and "up to 3 retries" agree while "at most
+# five retries" is a different rule: a retuned limit replaces the old one, it is not a copy.
+_NUMBER_WORDS: Final = {
+    word: str(value)
+    for value, words in enumerate(
+        (
+            "zero",
+            "one once",
+            "two twice",
+            "three thrice",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+        )
+    )
+    for word in words.split()
+} | {"twenty": "20", "thirty": "30", "sixty": "60", "ninety": "90", "hundred": "100"}
+
+
+class _Clause(NamedTuple):
+    terms: frozenset[str]
+    negative: bool
+    sides: frozenset[tuple[int, int]]
+    mode: int
+    """1 = only hard words ("must"), -1 = only permissive words ("may"), 0 = neither or both."""
+    numbers: frozenset[str]
+
+
+def _number(token: str) -> str:
+    if token.isdigit():
+        return token.lstrip("0") or "0"
+    return _NUMBER_WORDS.get(token, "")
+
+
+def _parts(text: str) -> list[str]:
+    """Split text into clauses, folding a fronted condition into the clause it conditions."""
+    parts: list[str] = []
+    pending = ""
+    start = 0
+    for match in _CLAUSE_BREAK.finditer(text):
+        part = text[start : match.start()]
+        tokens = tokenize(part)
+        if (
+            tokens
+            and tokens[0] in _FRONTED
+            and len(tokens) <= _FRONTED_MAX_TOKENS
+            and not _HARD.intersection(tokens)
+            and match.group().strip() in (",", "")
+        ):
+            pending += part + " "
+        else:
+            parts.append(pending + part)
+            pending = ""
+        start = match.end()
+    parts.append(pending + text[start:])
+    return parts
+
+
+@lru_cache(maxsize=4_096)
+def _clauses(text: str) -> tuple[_Clause, ...]:
+    clauses = []
+    for part in _parts(text.lower()):
+        tokens = tokenize(part)
+        if not tokens:
+            continue
+        negators = sum(token in _NEGATORS or token.endswith("n't") for token in tokens)
+        # "instead of X" negates X; a trailing "do Y instead" does not negate Y.
+        negators += tokens[0] in _ALTERNATIVE
+        hard = any(token in _HARD for token in tokens)
+        soft = any(token in _SOFT for token in tokens)
+        clauses.append(
+            _Clause(
+                terms=frozenset(terms(part)) - {NEGATION},
+                negative=negators % 2 == 1,
+                sides=frozenset(_SIDES[s] for s in map(stem, tokens) if s in _SIDES),
+                mode=int(hard) - int(soft),
+                numbers=frozenset(_number(token) for token in tokens if _number(token)),
+            )
+        )
+    return tuple(clauses)
+
+
+def _opposed(a: _Clause, b: _Clause) -> bool:
+    reversals = int(a.negative != b.negative)
+    for index, side in a.sides:
+        mirror = (index, 1 - side)
+        if mirror in b.sides and mirror not in a.sides and (index, side) not in b.sides:
+            reversals += 1
+    changed_number = bool(a.numbers and b.numbers and a.numbers != b.numbers)
+    return reversals % 2 == 1 or a.mode * b.mode == -1 or changed_number
+
+
+def _votes(mine: tuple[_Clause, ...], theirs: tuple[_Clause, ...]) -> tuple[float, float]:
+    # Each clause is compared with the clause(s) of the other statement it shares the most
+    # terms with, and votes with that overlap as its weight; ties split the weight.
+    opposed = agreed = 0.0
+    for clause in mine:
+        overlaps = [len(clause.terms & other.terms) for other in theirs]
+        best = max(overlaps)
+        if best == 0:
+            continue
+        matches = [
+            other for other, overlap in zip(theirs, overlaps, strict=True) if overlap == best
+        ]
+        for other in matches:
+            if _opposed(clause, other):
+                opposed += best / len(matches)
+            else:
+                agreed += best / len(matches)
+    return opposed, agreed
+
+
+def polarity_conflict(a_text: str, b_text: str) -> bool:
+    """Return True when two statements on one topic point in opposite directions.
+
+    Each statement is cut into clauses; each clause is paired with the clause of the other
+    statement it shares the most terms with, and the pairs vote, weighted by that overlap. A
+    pair is opposed when it has an odd number of reversals: one side negated and the other
+    not ("never X" / "always X", "use X" / "avoid X"), or an antonym pair split between them
+    ("enable" / "disable", "before" / "after"); so a double reversal ("never disable X" /
+    "always enable X") agrees. A hard requirement against a permission ("must" / "may",
+    "required" / "optional") is opposed too, and so is a changed quantity ("at most three
+    retries" / "at most five retries": a retuned limit replaces the old rule). The statements conflict when the opposed votes
+    outweigh the agreeing ones, so "do not X; do Y" agrees with "do Y instead of X".
+    Whether the topic is the same is the caller's question (see :func:`classify`).
+    """
+    clauses_a, clauses_b = _clauses(a_text), _clauses(b_text)
+    if not clauses_a or not clauses_b:
+        return False
+    opposed_ab, agreed_ab = _votes(clauses_a, clauses_b)
+    opposed_ba, agreed_ba = _votes(clauses_b, clauses_a)
+    return opposed_ab + opposed_ba > agreed_ab + agreed_ba
+
+
+# ---------------------------------------------------------------------- typos and choices
+
+# Words that mean something different from their near-spellings ("sync"/"async", "mysql"/
+# "mssql"): never treated as a typo of one another.
+_TECH_LIST: Final = """
+    redis memcached valkey postgres postgresql mysql mariadb mssql sqlite oracle mongodb mongo
+    cassandra dynamodb couchdb elasticsearch opensearch solr kafka rabbitmq nats sqs sns pubsub
+    kinesis celery sidekiq resque airflow dagster prefect temporal docker podman kubernetes k8s
+    nomad helm terraform pulumi ansible chef puppet nginx apache caddy envoy haproxy traefik
+    istio linkerd grpc trpc graphql rest soap json yaml toml xml protobuf avro thrift msgpack
+    http https http2 http3 tcp udp quic websocket websockets sse react vue svelte angular solid
+    preact django flask fastapi rails laravel express nestjs nextjs nuxt remix spring gin
+    sqlalchemy prisma sequelize typeorm drizzle hibernate pytest unittest jest vitest mocha
+    cypress playwright selenium webpack vite esbuild rollup parcel turbopack babel swc tsc
+    black ruff flake8 pylint mypy pyright prettier eslint biome gofmt rustfmt clippy npm yarn
+    pnpm bun deno node pip poetry uv conda pipenv maven gradle bazel make cmake ninja s3 gcs
+    azure gcp aws heroku vercel netlify fly cloudflare fastly akamai datadog sentry grafana
+    prometheus honeycomb newrelic splunk loki jaeger zipkin github gitlab bitbucket jenkins
+    circleci travis buildkite argo argocd flux spinnaker stripe braintree adyen paypal twilio
+    sendgrid mailgun postmark okta auth0 keycloak cognito jwt oauth saml ldap vault sops
+    staging production prod dev development qa uat test testing sandbox canary preview local
+    demo beta alpha nightly weekly daily hourly monthly blue green primary replica
+"""
+_TECH: Final = frozenset(_TECH_LIST.split())
+# Short names of one choice that are not spelled inside the long one.
+_ALIASES: Final = MappingProxyType(
+    {
+        "k8s": "kubernetes",
+        "js": "javascript",
+        "ts": "typescript",
+        "golang": "go",
+        "psql": "postgres",
+    }
+)
+_TYPO_MIN_LENGTH: Final = 5
+_NEGATOR_TARGETS: Final = frozenset({"never", "without", "cannot"})
+_TYPO_CANDIDATES_MIN_SCORE: Final = 0.35
+_WORD: Final = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+# Tokens joined into one name: "deploy-staging", "acme_releases", "eu-west-1", "app.config".
+_COMPOUND: Final = re.compile(r"[^\W_]+(?:[-_./][^\W_]+)+")
+_SENTENCE_START: Final = re.compile(r"(?:^|[.;:!?]\s+|\n)\W*([^\W_]+)")
+
+
+def _within_one_edit(a: str, b: str, limit: int) -> bool:
+    """True when a and b are at most ``limit`` insertions, deletions, substitutions or swaps apart."""
+    if abs(len(a) - len(b)) > limit:
+        return False
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, char_a in enumerate(a, start=1):
+        current = [i] + [0] * len(b)
+        for j, char_b in enumerate(b, start=1):
+            cost = int(char_a != char_b)
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if i > 1 and j > 1 and char_a == b[j - 2] and a[i - 2] == char_b:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        if min(current) > limit:
+            return False
+        previous2, previous = previous, current
+    return previous[-1] <= limit
+
+
+def _protected(token: str) -> bool:
+    return token in _TECH or token in _NEGATORS or stem(token) in _SIDES or bool(_number(token))
+
+
+def _typo_of(token: str, vocabulary: frozenset[str]) -> str | None:
+    """The word of ``vocabulary`` that ``token`` is an obvious misspelling of, if exactly one."""
+    if token in vocabulary or not token.isalpha() or _protected(token):
+        return None
+    matches = set()
+    for word in vocabulary:
+        if word[:1] != token[:1] or not word.isalpha():
+            continue
+        long_enough = min(len(word), len(token)) >= _TYPO_MIN_LENGTH or (
+            word in _NEGATOR_TARGETS and len(token) >= len(word) - 1
+        )
+        if not long_enough or (_protected(word) and word not in _NEGATOR_TARGETS | _TECH):
+            continue
+        if _within_one_edit(token, word, 1):
+            matches.add(word)
+    return matches.pop() if len(matches) == 1 else None
+
+
+@lru_cache(maxsize=_FEATURE_CACHE_MAX)
+def _vocabulary(text: str) -> frozenset[str]:
+    return frozenset(_WORD.findall(text.lower()))
+
+
+def _spelled_like(entry: Mapping[str, object], other: Mapping[str, object]) -> dict[str, object]:
+    """``entry`` with each obvious misspelling of a word of ``other`` replaced by that word."""
+    vocabulary = _vocabulary(entry_text(other))
+    fields = (
+        *_PRIMARY.get(str(entry.get("kind")), ()),
+        *_SECONDARY.get(str(entry.get("kind")), ()),
+    )
+    fixed: dict[str, object] = dict(entry)
+    for field in fields:
+        value = entry.get(field)
+        if not isinstance(value, str):
+            continue
+
+        def repair(match: re.Match[str]) -> str:
+            word = match.group()
+            return _typo_of(word.lower(), vocabulary) or word
+
+        fixed[field] = _WORD.sub(repair, _comparable(value))
+    return fixed
+
+
+def _slot_terms(entry: Mapping[str, object]) -> tuple[frozenset[str], dict[str, str]]:
+    """The primary field's terms, and those of them that name a choice, with their spelling.
+
+    A term names a choice (a technology, a target, an environment, a version) when its word is
+    capitalised mid-sentence ("Redis", "SQLAlchemy"), holds a digit ("3.12", "eu-west-1"), is
+    part of a joined name ("acme-releases", itself a term too), is a known technology or
+    environment word, or belongs to a pipeline's name.
+    """
+    text = statement(entry)
+    starts = {match.group(1) for match in _SENTENCE_START.finditer(text)}
+    compounds = _COMPOUND.findall(text)
+    joined = {word for name in compounds for word in _WORD.findall(name)}
+    name = entry.get("name") if entry.get("kind") == "pipeline" else None
+    named = set(_WORD.findall(name.lower())) if isinstance(name, str) else set()
+    # A joined name is also a term of its own: "acme-dist" and "acme-releases" differ even
+    # when "release" occurs elsewhere in the statement.
+    slots = {name.lower(): _squeezed(name) for name in compounds}
+    all_terms = set(slots)
+    for word in _WORD.findall(text):
+        lower = _ALIASES.get(word.lower(), word.lower())
+        if lower in STOPWORDS or lower in _NEGATORS:
+            continue
+        term = _number(lower) or stem(lower.replace("'", ""))
+        all_terms.add(term)
+        if (
+            (word not in starts and any(char.isupper() for char in word))
+            or any(char.isdigit() for char in word)
+            or word in joined
+            or lower in _TECH
+            or lower in named
+        ):
+            slots[term] = _squeezed(lower)
+    return frozenset(all_terms), slots
+
+
+def _squeezed(text: str) -> str:
+    return "".join(_WORD.findall(text.lower()))
+
+
+def different_choice(a: Mapping[str, object], b: Mapping[str, object]) -> bool:
+    """Return True when two otherwise close entries name a different choice in the same slot.
+
+    "Use Memcached for the session cache" after "Use Redis for the session cache"; pipeline
+    ``deploy-production`` after ``deploy-staging``: each primary field has a choice-naming term
+    the other lacks (see :func:`_slot_terms`). A term added on one side only ("the payment
+    provider (Stripe)") is a refinement, not a different choice.
+    """
+    terms_a, slots_a = _slot_terms(a)
+    terms_b, slots_b = _slot_terms(b)
+    squeezed_a, squeezed_b = _squeezed(statement(a)), _squeezed(statement(b))
+
+    def new_choice(slots: dict[str, str], other: Mapping[str, object]) -> bool:
+        # Spelled inside the other statement ("RabbitMQ" / "Rabbit MQ", "prod" / "production")
+        # or one typo away from one of its words ("anonymised" / "anonymized") is the same
+        # choice written differently.
+        other_terms, other_text = (terms_b, squeezed_b) if other is b else (terms_a, squeezed_a)
+        vocabulary = _vocabulary(statement(other))
+        return any(
+            term not in other_terms
+            and spelling not in other_text
+            and _typo_of(spelling, vocabulary) is None
+            for term, spelling in slots.items()
+        )
+
+    return new_choice(slots_a, b) and new_choice(slots_b, a)
+
+
+# -------------------------------------------------------------------------------- verdicts
+
+
+def classify(a: Mapping[str, object], b: Mapping[str, object], score: float) -> Label | None:
+    """Label a pair whose similarity is ``score``: a restatement, a contradiction, or neither.
+
+    Opposite polarity on a shared topic (score at least :data:`SIMILAR_THRESHOLD`), or a
+    different choice in the same slot (:func:`different_choice`), is a likely contradiction;
+    otherwise a score at the tombstone bar is a likely restatement.
+    """
+    if score < SIMILAR_THRESHOLD:
+        return None
+    if polarity_conflict(statement(a), statement(b)) or different_choice(a, b):
+        return "likely_contradiction"
+    if score >= RESTATEMENT_THRESHOLD:
+        return "likely_restatement"
+    return None
+
+
+def similar_entries(
+    candidate: Mapping[str, object], stored: Iterable[Mapping[str, object]], *, limit: int = 5
+) -> list[SimilarEntry]:
+    """Return the stored entries closest to a candidate, best first, at most ``limit``.
+
+    Every stored entry counts, whatever its kind or status: a superseded or tombstoned entry
+    close to a new one is exactly what the writer needs to see. The candidate's own id is
+    skipped so an update is not reported as similar to itself.
+    """
+    own_id = candidate.get("id")
+    own = _entry_features(candidate)
+    hits: list[tuple[float, Mapping[str, object]]] = []
+    for entry in stored:
+        if own_id is not None and entry.get("id") == own_id:
+            continue
+        score = _score(own, _entry_features(entry))
+        if score >= SIMILAR_THRESHOLD:
+            hits.append((score, entry))
+    hits.sort(key=lambda hit: (-hit[0], str(hit[1].get("id"))))
+    return [
+        SimilarEntry(
+            id=str(entry.get("id")),
+            kind=str(entry.get("kind")),
+            status=str(entry.get("status")),
+            similarity=round(score, 3),
+            label=classify(candidate, entry, score),
+        )
+        for score, entry in hits[:limit]
+    ]
+
+
+def matching_tombstone(
+    candidate: Mapping[str, object], stored: Iterable[Mapping[str, object]]
+) -> tuple[Mapping[str, object], float] | None:
+    """Return the tombstone the candidate re-asserts, with its score; None when there is none.
+
+    A tombstone (deprecated or rejected entry) matches when its primary text has the same
+    fingerprint as the candidate's (score 1.0), or when the similarity reaches
+    :data:`TOMBSTONE_THRESHOLD`. The best same-kind match wins; other kinds are consulted only
+    when no entry of the candidate's kind matches, since a rejected decision restated as a
+    constraint is still the rejected content.
+
+    Texts are compared in their comparable form (look-alike letters, invisible characters and
+    "w/o" undone), and a candidate word that is an obvious misspelling of a tombstone word
+    counts as that word, so none of these hides a restatement.
+
+    A candidate of opposite polarity to the tombstone (tombstone "never use X", candidate
+    "always use X") is *not* a match: retiring a rule is usually the very reason its reversal
+    is being recorded, and refusing it would keep the retired rule alive. Nor is a successor
+    that names a different choice in the same slot (:func:`different_choice`: Memcached
+    after a retired Redis). Such pairs still show up in :func:`similar_entries` labelled
+    ``likely_contradiction``, next to the tombstone's id, for the writer and the reviewer.
+    """
+    kind = candidate.get("kind")
+    own = _entry_features(candidate)
+    own_print = fingerprint(statement(candidate))
+    best: dict[bool, tuple[float, Mapping[str, object]]] = {}
+    for entry in stored:
+        if entry.get("status") not in TOMBSTONE_STATUSES:
+            continue
+        score = _tombstone_score(candidate, own, own_print, entry)
+        if score is None:
+            continue
+        same_kind = entry.get("kind") == kind
+        if same_kind not in best or score > best[same_kind][0]:
+            best[same_kind] = (score, entry)
+    for same_kind in (True, False):
+        if same_kind in best:
+            score, entry = best[same_kind]
+            return entry, score
+    return None
+
+
+def tombstone_score(
+    candidate: Mapping[str, object], tombstone: Mapping[str, object]
+) -> float | None:
+    """Return how strongly the candidate re-asserts the tombstone; None when it does not.
+
+    None for a reversal or a different choice (the tombstone's successor), whatever the
+    score; otherwise the similarity after obvious misspellings of the tombstone's words are
+    read as those words (1.0 for the same fingerprint). The caller compares it with
+    :data:`TOMBSTONE_THRESHOLD`; :func:`matching_tombstone` does.
+    """
+    return _tombstone_score(
+        candidate,
+        _entry_features(candidate),
+        fingerprint(statement(candidate)),
+        tombstone,
+        threshold=0.0,
+    )
+
+
+def _tombstone_score(
+    candidate: Mapping[str, object],
+    own: tuple[_Features, _Features | None],
+    own_print: str,
+    entry: Mapping[str, object],
+    *,
+    threshold: float = TOMBSTONE_THRESHOLD,
+) -> float | None:
+    text = statement(entry)
+    if text and _fingerprint(text) == own_print:
+        return 1.0
+    score = _score(own, _entry_features(entry))
+    if score < min(threshold, _TYPO_CANDIDATES_MIN_SCORE):
+        return None
+    # Typos only ever make a restatement look less like its tombstone: read them as meant.
+    fixed = _spelled_like(candidate, entry)
+    fixed_text = statement(fixed)
+    if fixed_text != statement(candidate):
+        if text and _fingerprint(text) == fingerprint(fixed_text):
+            return 1.0
+        score = max(score, _score(_entry_features(fixed), _entry_features(entry)))
+    if score < threshold:
+        return None
+    if polarity_conflict(fixed_text, text) or different_choice(fixed, entry):
+        return None
+    return score
+
+
+def _canonical_scopes(value: object) -> list[str]:
+    if not isinstance(value, list):
+        return []
+    scopes = []
+    for scope in value:
+        if isinstance(scope, str):
+            # A candidate may arrive before the model canonicalised it ("billing/", "./x").
+            try:
+                scopes.append(normalize_scope(scope))
+            except UsageError:
+                scopes.append(scope)
+    return scopes
+
+
+def _scopes_overlap(a: object, b: object) -> bool:
+    scopes_a, scopes_b = _canonical_scopes(a), _canonical_scopes(b)
+    if "" in scopes_a or "" in scopes_b or not scopes_a or not scopes_b:
+        # An empty scope is project-wide and overlaps everything.
+        return True
+    return any(scope_covers(sa, sb) or scope_covers(sb, sa) for sa in scopes_a for sb in scopes_b)
+
+
+def _tags_overlap(a: object, b: object) -> bool:
+    tags_a = {t for t in a if isinstance(t, str)} if isinstance(a, list) else set()
+    tags_b = {t for t in b if isinstance(t, str)} if isinstance(b, list) else set()
+    return bool(tags_a & tags_b) or (not tags_a and not tags_b)
+
+
+def possible_supersession(
+    candidate: Mapping[str, object], stored: Iterable[Mapping[str, object]]
+) -> list[str]:
+    """Return the ids of live entries the candidate may replace, best match first.
+
+    A live (active or proposed) entry of the same kind qualifies when its scope overlaps the
+    candidate's (whole path components; an empty scope overlaps everything), their tags
+    overlap (or both have none), and the similarity reaches :data:`SUPERSESSION_THRESHOLD`.
+    A contradiction qualifies too: a reversed rule in the same place replaces the old one.
+    """
+    own_id = candidate.get("id")
+    own = _entry_features(candidate)
+    kind = candidate.get("kind")
+    hits: list[tuple[float, str]] = []
+    for entry in stored:
+        if entry.get("kind") != kind or entry.get("status") not in LIVE_STATUSES:
+            continue
+        if own_id is not None and entry.get("id") == own_id:
+            continue
+        if not _scopes_overlap(candidate.get("scope"), entry.get("scope")):
+            continue
+        if not _tags_overlap(candidate.get("tags"), entry.get("tags")):
+            continue
+        score = _score(own, _entry_features(entry))
+        if score >= SUPERSESSION_THRESHOLD:
+            hits.append((score, str(entry.get("id"))))
+    hits.sort(key=lambda hit: (-hit[0], hit[1]))
+    return [entry_id for _, entry_id in hits]
