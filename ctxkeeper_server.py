@@ -3,7 +3,7 @@
 ``python3 -m ctxkeeper`` puts the working directory first on ``sys.path``, so a project holding
 its own ``ctxkeeper/`` (or a ``json.py``) would run that code the moment the session started
 there. ``-I`` keeps the working directory, the script directory and ``PYTHON*`` variables off
-the path; this file then adds exactly one directory, the plugin root it lives in.
+the path; this file then adds exactly one directory, the plugin root it lives in (con-010-aa87).
 """
 
 import os

@@ -61,6 +61,7 @@ class TestPluginManifest:
         assert load("plugin.json") == load(".claude-plugin/plugin.json")
 
     @pytest.mark.parametrize("relative", [".claude-plugin/plugin.json", "plugin.json"])
+    # con-011-1d8a
     def test_never_lists_the_default_hooks_file(self, relative: str) -> None:
         # hooks/hooks.json loads by default; naming it again is a "Duplicate hooks file" load
         # error that leaves the plugin without hooks (claude-code.md §1.3).
@@ -294,6 +295,8 @@ def _ctxkeeper_modules_after(module: str) -> list[str]:
 
 
 class TestLayout:
+    """con-012-6598: layers import only earlier layers; layer packages import nothing."""
+
     def test_no_layer_imports_a_later_one(self) -> None:
         upward = []
         seen = set()

@@ -37,6 +37,7 @@ _MAX_SHARDS = 4096
 _ID_MAX = 64
 
 
+# dec-013-9ff0: sharded by scope key; a lookup reads only the target's ancestors.
 def shard_of(key: str, shards: int) -> int:
     """FNV-1a of the key's UTF-8 bytes: stable across processes, unlike ``hash()``."""
     value = 2166136261

@@ -62,6 +62,7 @@ def delivered(path: str) -> set[str]:
     return ids
 
 
+# dec-014-f195: append-only (O_APPEND) so parallel hooks never lose a mark.
 def _append(path: str, text: str) -> None:
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)

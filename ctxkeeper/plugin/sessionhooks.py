@@ -175,6 +175,7 @@ def subagent_start(ctx: HookContext) -> JSONObject | None:
     }
 
 
+# dec-015-d3c1: the note goes out here and again at SessionStart compact.
 def pre_compact(ctx: HookContext) -> JSONObject | None:
     """Re-arm delivery (after compaction every constraint is delivered again) and give the
     person the quality note as a ``systemMessage``.
