@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import subprocess
 import sys
 from typing import Any
@@ -14,6 +13,7 @@ from ctxkeeper.cli import app as cli
 from ctxkeeper.cli.app import main
 from ctxkeeper.core.store import Store
 from tests.conftest import REPO_ROOT
+from tests.terminal import on_terminal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -254,32 +254,6 @@ class TestHumanVerbs:
         assert Store.open(cli_project).get(added["id"])["status"] == "active"
 
 
-def _on_terminal(project: str, argv: list[str], answer: bytes) -> tuple[int, str]:
-    """Run the CLI in a subprocess whose stdin is a real pseudo-terminal, answering the prompt."""
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ctxkeeper", *argv, "--project-dir", project],
-        stdin=follower,
-        stdout=follower,
-        stderr=follower,
-        cwd=REPO_ROOT,
-        env={**os.environ, "PYTHONPATH": REPO_ROOT},
-    )
-    os.close(follower)
-    os.write(leader, answer)
-    output = b""
-    while True:
-        try:
-            chunk = os.read(leader, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        output += chunk
-    os.close(leader)
-    return proc.wait(timeout=30), output.decode(errors="replace")
-
-
 class TestOnATerminal:
     @pytest.mark.slow
     def test_review_cycle_with_confirmations(self, store: Store) -> None:
@@ -292,24 +266,24 @@ class TestOnATerminal:
         rejected = str(
             record_entry(store, "constraint", constraint_fields(), actor=agent_actor())["id"]
         )
-        code, out = _on_terminal(store.root, ["approve", proposed], b"n\n")
+        code, out = on_terminal(store.root, ["approve", proposed], b"n\n")
         assert code == 1
         assert "cancelled" in out
         assert store.get(proposed)["status"] == "proposed"
-        code, out = _on_terminal(store.root, ["approve", proposed], b"yes\n")
+        code, out = on_terminal(store.root, ["approve", proposed], b"yes\n")
         assert code == 0, out
         assert store.get(proposed)["status"] == "active"
-        code, out = _on_terminal(
+        code, out = on_terminal(
             store.root, ["reject", rejected, "--reason", "we key by order id"], b"y\n"
         )
         assert code == 0, out
         assert store.get(rejected)["status"] == "rejected"
-        code, out = _on_terminal(store.root, ["lift", rejected], b"y\n")
+        code, out = on_terminal(store.root, ["lift", rejected], b"y\n")
         assert code == 0, out
         assert store.get(rejected)["status"] == "proposed"
         ops = [r["op"] for r in store.read_journal()]
         assert ops[-3:] == ["approve", "reject", "lift"]
-        code, out = _on_terminal(
+        code, out = on_terminal(
             store.root, ["purge", rejected, "--reason", "recorded twice by mistake"], b"y\n"
         )
         assert code == 0, out
@@ -324,7 +298,7 @@ class TestOnATerminal:
                 b"\n",
             ]
         )
-        code, out = _on_terminal(
+        code, out = on_terminal(
             store.root, ["add", "pipeline", "--name", "Staged release"], answers
         )
         assert code == 0, out
@@ -539,7 +513,7 @@ class TestLastResort:
 class TestEndOfInput:
     @pytest.mark.slow
     def test_ctrl_d_at_an_add_prompt_writes_nothing(self, store: Store) -> None:
-        code, out = _on_terminal(
+        code, out = on_terminal(
             store.root, ["add", "pipeline", "--name", "Staged release"], b"\x04"
         )
         assert code == 1, out
@@ -555,7 +529,7 @@ class TestEndOfInput:
         proposed = str(
             record_entry(store, "decision", decision_fields(), actor=agent_actor())["id"]
         )
-        code, out = _on_terminal(store.root, ["approve", proposed], b"\x04")
+        code, out = on_terminal(store.root, ["approve", proposed], b"\x04")
         assert code == 1, out
         assert "nothing was written" in out
         assert "Traceback" not in out
@@ -598,11 +572,11 @@ class TestDoctorAndHistory:
     @pytest.mark.slow
     def test_lossy_repair_confirmed_on_a_terminal(self, store: Store) -> None:
         kept, lost = _lossy_store(store)
-        code, out = _on_terminal(store.root, ["doctor", "--repair"], b"n\n")
+        code, out = on_terminal(store.root, ["doctor", "--repair"], b"n\n")
         assert f"would lose: {lost}" in out
         assert code == 1
         assert "cancelled" in out
-        code, out = _on_terminal(store.root, ["doctor", "--repair"], b"y\n")
+        code, out = on_terminal(store.root, ["doctor", "--repair"], b"y\n")
         assert code == 0, out
         assert "backup: " in out
         assert list(store.load().entries) == [kept]
