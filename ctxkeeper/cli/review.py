@@ -19,7 +19,14 @@ from ctxkeeper.core.changes import (
     without_change,
 )
 from ctxkeeper.core.errors import StateError, UsageError
-from ctxkeeper.core.model import LIVE_STATUSES, TOMBSTONE_STATUSES, check_id, editable_view, ordered
+from ctxkeeper.core.model import (
+    LIVE_STATUSES,
+    TOMBSTONE_STATUSES,
+    check_id,
+    editable_view,
+    ordered,
+    revision_of,
+)
 from ctxkeeper.core.store import Transaction
 from ctxkeeper.read import render
 from ctxkeeper.write.capture import check_candidate
@@ -232,7 +239,7 @@ def _approve_entry(
                 "status": "superseded",
                 "superseded_by": entry_id,
                 "updated_at": at,
-                "revision": _revision(old) + 1,
+                "revision": revision_of(old) + 1,
             }
         )
         why = f"superseded by {entry_id} (approved {change['change']})"
@@ -271,7 +278,7 @@ def _apply_change(
             floors=tx.config.floors,
             exclude=[entry_id],
         )
-        after = ordered({**base, **clean, "updated_at": at, "revision": _revision(current) + 1})
+        after = ordered({**base, **clean, "updated_at": at, "revision": revision_of(current) + 1})
         text = "\n".join([text, *render.field_diff(base, after)])
     else:
         successor = change.get("superseded_by")
@@ -284,17 +291,12 @@ def _apply_change(
                 "status_reason": change.get("reason"),
                 "superseded_by": successor if isinstance(successor, str) else None,
                 "updated_at": at,
-                "revision": _revision(current) + 1,
+                "revision": revision_of(current) + 1,
             }
         )
     why = f"approved {change_id} ({_describe(change, current)})" + (f"; {reason}" if reason else "")
     tx.put("approve_change", entry_id, after, actor=actor, reason=why, at=at)
     return _decision("approve_change", after, text, change_id)
-
-
-def _revision(entry: Mapping[str, JSONValue]) -> int:
-    revision = entry.get("revision")
-    return revision if isinstance(revision, int) else 1
 
 
 # -- reject -------------------------------------------------------------------------------
@@ -357,7 +359,7 @@ def _drop_change(
                 **successor,
                 "supersedes": kept,
                 "updated_at": at,
-                "revision": _revision(successor) + 1,
+                "revision": revision_of(successor) + 1,
             }
         )
         tx.put("reject_change", str(successor["id"]), revised, actor=actor, reason=why, at=at)

@@ -291,6 +291,12 @@ def ordered(entry: Mapping[str, JSONValue]) -> JSONObject:
     return out
 
 
+def revision_of(entry: Mapping[str, JSONValue]) -> int:
+    """The entry's revision number; 1 when a hand edit left it missing or mistyped."""
+    revision = entry.get("revision")
+    return revision if isinstance(revision, int) else 1
+
+
 def new_entry(
     kind: str,
     clean: JSONObject,

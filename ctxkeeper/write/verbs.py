@@ -23,6 +23,7 @@ from ctxkeeper.core.model import (
     editable_view,
     new_entry,
     ordered,
+    revision_of,
 )
 from ctxkeeper.core.secretscan import find_secret
 from ctxkeeper.core.text import forbidden_control, readable_length
@@ -161,7 +162,7 @@ def record_entry(
                 status="superseded",
                 superseded_by=entry_id,
                 updated_at=at,
-                revision=_revision(old) + 1,
+                revision=revision_of(old) + 1,
             )
             tx.put("supersede", old_id, old, actor=actor, reason=f"superseded by {entry_id}", at=at)
             superseded.append(old_id)
@@ -175,11 +176,6 @@ def record_entry(
         "possible_supersession": [i for i in report.possible_supersession if i not in old_ids],
         "notes": list(report.notes),
     }
-
-
-def _revision(entry: Mapping[str, JSONValue]) -> int:
-    revision = entry.get("revision")
-    return revision if isinstance(revision, int) else 1
 
 
 def update_entry(
@@ -227,14 +223,14 @@ def update_entry(
             result.update(pending=True, change=change["change"])
         else:
             after = ordered(
-                {**current, **clean, "updated_at": at, "revision": _revision(current) + 1}
+                {**current, **clean, "updated_at": at, "revision": revision_of(current) + 1}
             )
             tx.put("update", entry_id, after, actor=actor, reason=why, at=at)
             result["pending"] = False
     return {
         **result,
         "entry": after,
-        "revision": _revision(after),
+        "revision": revision_of(after),
         "similar_entries": list(report.similar_entries),
         "notes": list(report.notes),
     }
@@ -279,7 +275,7 @@ def deprecate_entry(
                 "status_reason": why,
                 "superseded_by": superseded_by,
                 "updated_at": at,
-                "revision": _revision(current) + 1,
+                "revision": revision_of(current) + 1,
             }
         )
         tx.put("deprecate", entry_id, after, actor=actor, reason=why, at=at)
@@ -328,7 +324,7 @@ def set_status(
             if status in TOMBSTONE_STATUSES
             else current.get("status_reason"),
             "updated_at": at,
-            "revision": _revision(current) + 1,
+            "revision": revision_of(current) + 1,
         }
     )
     tx.put(op, entry_id, after, actor=actor, reason=reason, at=at)
