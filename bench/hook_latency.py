@@ -21,7 +21,6 @@ import argparse
 import glob
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -40,7 +39,37 @@ from ctxkeeper.write.verbs import user_actor
 PEER_SPEC = "context-keeper-mcp==0.19.*"
 PEER_VENV = os.path.join(ROOT, ".cache", "peer-ck019")
 HOOK = os.path.join(ROOT, "hooks", "pre_tool_use.py")
-PYTHON = "python3"
+
+
+def _real_python3() -> str:
+    """The interpreter ``python3`` on PATH resolves to, by its own path.
+
+    Version managers put a shell-script shim first on PATH (pyenv's costs ~100 ms a start here),
+    which would inflate the baseline and flatter every ratio; all three commands run the real
+    binary instead.
+    """
+    found = subprocess.run(
+        ["python3", "-c", "import sys; print(sys.executable)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return found.stdout.strip() or "python3"
+
+
+PYTHON = _real_python3()
+
+
+def _hook_flags() -> list[str]:
+    """The interpreter flags hooks.json starts the PreToolUse hook with (e.g. ``-I -S``)."""
+    with open(os.path.join(ROOT, "hooks", "hooks.json"), encoding="utf-8") as handle:
+        hooks = json.load(handle)["hooks"]
+    command = str(hooks["PreToolUse"][0]["hooks"][0]["command"])
+    return [word for word in command.split() if word.startswith("-")]
+
+
+#: Both hooks run with the flags the plugin uses, so the comparison is of the code alone.
+FLAGS = _hook_flags()
 
 
 def peer_hook() -> str:
@@ -122,17 +151,11 @@ def _payload(project: str, target: str) -> bytes:
     ).encode()
 
 
-_CPU: list[float] = []
-
-
 def _time(argv: list[str], stdin: bytes, project: str, env: dict[str, str]) -> tuple[float, bytes]:
-    """Wall time of one whole process; its CPU time (user + sys) goes to ``_CPU``."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    """Wall time of one whole process, and what it printed."""
     started = time.perf_counter()
     proc = subprocess.run(argv, input=stdin, capture_output=True, cwd=project, env=env, check=True)
     wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    _CPU.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     return wall, proc.stdout
 
 
@@ -148,37 +171,37 @@ def measure(size: int, runs: int, peer: str, workdir: str) -> dict[str, float]:
     ours_env = {**base_env, "CLAUDE_PROJECT_DIR": ours_dir}
     peer_env = {**base_env, "CLAUDE_PROJECT_DIR": peer_dir, "CONTEXT_KEEPER_PROJECT": peer_dir}
     # Warm the page cache and check each hook answers as expected before timing.
-    _, out = _time([PYTHON, "-I", HOOK], _payload(ours_dir, target), ours_dir, ours_env)
+    _, out = _time([PYTHON, *FLAGS, HOOK], _payload(ours_dir, target), ours_dir, ours_env)
     assert b'"deny"' in out, out
-    _, out = _time([PYTHON, "-I", peer], _payload(peer_dir, target), peer_dir, peer_env)
+    _, out = _time([PYTHON, *FLAGS, peer], _payload(peer_dir, target), peer_dir, peer_env)
     assert b"con-008" in out, out
-    samples: dict[str, list[float]] = {"pass": [], "ours": [], "peer": []}
-    cpu: dict[str, list[float]] = {"pass": [], "ours": [], "peer": []}
+    samples: dict[str, list[float]] = {"pass": [], "bare": [], "ours": [], "peer": []}
     for _ in range(runs):
-        samples["pass"].append(_time([PYTHON, "-I", "-c", "pass"], b"", ours_dir, base_env)[0])
-        cpu["pass"].append(_CPU[-1])
-        wall, out = _time([PYTHON, "-I", HOOK], _payload(ours_dir, target), ours_dir, ours_env)
+        samples["pass"].append(_time([PYTHON, "-c", "pass"], b"", ours_dir, base_env)[0])
+        samples["bare"].append(_time([PYTHON, *FLAGS, "-c", "pass"], b"", ours_dir, base_env)[0])
+        wall, out = _time([PYTHON, *FLAGS, HOOK], _payload(ours_dir, target), ours_dir, ours_env)
         assert b'"deny"' in out
         samples["ours"].append(wall)
-        cpu["ours"].append(_CPU[-1])
         samples["peer"].append(
-            _time([PYTHON, "-I", peer], _payload(peer_dir, target), peer_dir, peer_env)[0]
+            _time([PYTHON, *FLAGS, peer], _payload(peer_dir, target), peer_dir, peer_env)[0]
         )
-        cpu["peer"].append(_CPU[-1])
     med = {name: statistics.median(values) for name, values in samples.items()}
     # Ratios are medians of per-round ratios: each round runs the three back to back, so load
     # from other processes on the machine cancels instead of skewing one column.
-    rounds = list(zip(samples["pass"], samples["ours"], samples["peer"], strict=True))
+    rounds = list(
+        zip(samples["pass"], samples["bare"], samples["ours"], samples["peer"], strict=True)
+    )
     return {
         "size": size,
         "build_s": build_s,
         "pass_ms": med["pass"] * 1000,
+        "bare_ms": med["bare"] * 1000,
         "ours_ms": med["ours"] * 1000,
         "peer_ms": med["peer"] * 1000,
-        "ours_ratio": statistics.median(o / p for p, o, _ in rounds),
-        "peer_ratio": statistics.median(q / p for p, _, q in rounds),
-        "ours_cpu": statistics.median(cpu["ours"]) / statistics.median(cpu["pass"]),
-        "peer_cpu": statistics.median(cpu["peer"]) / statistics.median(cpu["pass"]),
+        "ours_ratio": statistics.median(o / p for p, _, o, _ in rounds),
+        "peer_ratio": statistics.median(q / p for p, _, _, q in rounds),
+        "ours_bare": statistics.median(o / b for _, b, o, _ in rounds),
+        "peer_bare": statistics.median(q / b for _, b, _, q in rounds),
     }
 
 
@@ -188,12 +211,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="100,1000,10000,100000")
     args = parser.parse_args(argv)
     peer = peer_hook()
-    print(f"python3: {subprocess.check_output([PYTHON, '--version'], text=True).strip()}")
+    version = subprocess.check_output([PYTHON, "--version"], text=True).strip()
+    print(f"python3: {version} ({PYTHON})")
     print(f"peer: {PEER_SPEC} at {peer}")
+    flags = " ".join(FLAGS)
     print(f"median of {args.runs} rounds, whole-process wall time; ratio = median per-round ratio")
+    print(f"both hooks run as `python3 {flags} HOOK`, the way hooks/hooks.json starts ours")
     print(
-        "| constraints | build (s) | `python3 -c pass` | ctxkeeper | ratio | peer 0.19 | ratio "
-        "| CPU ratio ours / peer |"
+        f"| constraints | build (s) | `python3 -c pass` | `python3 {flags} -c pass` | ctxkeeper "
+        "| ratio (to -c pass / to bare) | peer 0.19 | ratio (to -c pass / to bare) |"
     )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory(prefix="ctxk-hook-bench-") as workdir:
@@ -201,9 +227,9 @@ def main(argv: list[str] | None = None) -> int:
             row = measure(size, args.runs, peer, workdir)
             print(
                 f"| {size:,} | {row['build_s']:.1f} | {row['pass_ms']:.1f} ms "
-                f"| {row['ours_ms']:.1f} ms | {row['ours_ratio']:.2f}x "
-                f"| {row['peer_ms']:.1f} ms | {row['peer_ratio']:.2f}x "
-                f"| {row['ours_cpu']:.2f}x / {row['peer_cpu']:.2f}x |",
+                f"| {row['bare_ms']:.1f} ms | {row['ours_ms']:.1f} ms "
+                f"| {row['ours_ratio']:.2f}x / {row['ours_bare']:.2f}x "
+                f"| {row['peer_ms']:.1f} ms | {row['peer_ratio']:.2f}x / {row['peer_bare']:.2f}x |",
                 flush=True,
             )
     return 0

@@ -89,7 +89,7 @@ def run_hook(
     if inprocess:
         return _run_inprocess(script, data, environ)
     proc = subprocess.run(
-        [sys.executable, "-I", script],
+        [sys.executable, "-I", "-S", script],
         input=data,
         capture_output=True,
         cwd=str(cwd or project or REPO_ROOT),

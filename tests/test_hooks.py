@@ -322,7 +322,7 @@ class TestParallel:
             procs = []
             for _ in range(16):
                 proc = subprocess.Popen(
-                    [sys.executable, "-I", script],
+                    [sys.executable, "-I", "-S", script],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     env=hook_env(project),

@@ -153,6 +153,32 @@ class TestSkill:
         assert needle in read("skills/ctxkeeper/SKILL.md")
 
 
+class TestHookDeclarations:
+    """Every hook starts isolated from the project (con-010-aa87) and without site (speed)."""
+
+    def test_every_command_runs_a_plugin_script_isolated(self) -> None:
+        with open(os.path.join(REPO_ROOT, "hooks", "hooks.json"), encoding="utf-8") as handle:
+            declared = json.load(handle)["hooks"]
+        commands = [
+            handler["command"]
+            for groups in declared.values()
+            for group in groups
+            for handler in group["hooks"]
+        ]
+        assert len(commands) >= 6  # control: the walk found the handlers
+        shape = re.compile(r'^python3 -I -S "\$\{CLAUDE_PLUGIN_ROOT\}/hooks/([a-z_]+\.py)"$')
+        for command in commands:
+            match = shape.match(command)
+            assert match, command
+            assert os.path.isfile(os.path.join(REPO_ROOT, "hooks", match.group(1))), command
+        assert all(
+            handler.get("timeout", 600) <= 30
+            for g in declared.values()
+            for grp in g
+            for handler in grp["hooks"]
+        )
+
+
 class TestMcpDeclaration:
     def test_starts_the_launcher_isolated_by_absolute_path(self) -> None:
         servers = load(".mcp.json")["mcpServers"]
