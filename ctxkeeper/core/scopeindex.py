@@ -12,9 +12,9 @@ Import-light on purpose (con-001-5f40): ``json`` and ``os`` only, plus ``ctxkeep
 
 from __future__ import annotations
 
-import json
 import os
 
+from ctxkeeper.core import jsonlite as json
 from ctxkeeper.core.scope import normalize_scope
 
 TYPE_CHECKING = False
@@ -250,7 +250,7 @@ def write_index(
         buckets[shard_of(key, shards)][key] = by_key[key]
     for number, bucket in enumerate(buckets):
         path = os.path.join(directory, f"{number}.json")
-        data = json.dumps(bucket, ensure_ascii=False, separators=(",", ":")).encode()
+        data = json.dumps(bucket, ensure_ascii=False).encode()
         # Most writes change one constraint: leave unchanged shards alone.
         if _read(path) != data:
             _write(path, data)

@@ -11,9 +11,10 @@ Import-light on purpose (con-001-5f40): ``json``, ``os`` and ``sys`` only (``tim
 
 from __future__ import annotations
 
-import json
 import os
 import sys
+
+from ctxkeeper.core import jsonlite as json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -154,7 +155,7 @@ def run(
         answer = handler(HookContext(event, root, context_dir, payload))
         if answer is not None:
             out = stdout or sys.stdout
-            out.write(json.dumps(answer, ensure_ascii=True) + "\n")
+            out.write(json.dumps(answer) + "\n")
             out.flush()
     except Exception as exc:  # noqa: BLE001 - fail open is the contract: log, never block.
         log_error(context_dir, event, f"{type(exc).__name__}: {exc}")
