@@ -13,6 +13,9 @@ class TestDemo:
         assert "src/billing_legacy/charge.py: nothing applies" in text
         assert "update by user" in text
         assert "+ alternatives:" in text
+        assert "agent's update_entry: pending=True, change chg-" in text
+        assert "[hard] Every call to the payment provider" in text
+        assert "still delivered for src/billing/charge.py: True" in text
         assert "refused: previously_rejected" in text
         assert "'what is our Postgres backup retention policy?': no confident match" in text
         assert "'how do we keep the invoice job from running twice?': answer: dec-001-" in text

@@ -81,6 +81,7 @@ def run_demo(say: Callable[[str], None]) -> int:
         ids = _record_sample(say, store)
         _delivery(say, store)
         _history(say, store, ids["decision"])
+        _agent_change_waits(say, store, ids["constraint"])
         _tombstone(say, store, ids["constraint"])
         _abstention(say, store)
         say(
@@ -183,12 +184,37 @@ def _history(say: Callable[[str], None], store: Store, decision_id: str) -> None
     say(textwrap.indent(render.history(history), "  "))
 
 
+def _agent_change_waits(say: Callable[[str], None], store: Store, constraint_id: str) -> None:
+    from ctxkeeper.read.rank import get_context
+    from ctxkeeper.write.verbs import agent_actor, update_entry
+
+    _section(
+        say,
+        "6. The agent proposes, a person decides",
+        "An agent's change to a rule a person recorded is only a proposal: the rule stays "
+        "exactly as it was, and is still delivered, until a person approves the change with "
+        "`ctxkeeper approve` in their own terminal.",
+    )
+    result = update_entry(
+        store,
+        constraint_id,
+        {"hardness": "soft", "rule": "Calls to the payment provider may skip the idempotency key"},
+        "The provider is said to deduplicate retries now",
+        actor=agent_actor(),
+    )
+    say(f"  agent's update_entry: pending={result['pending']}, change {result['change']}")
+    live = store.get(constraint_id)
+    say(f"  {constraint_id} in force: [{live['hardness']}] {live['rule']}")
+    found = [str(i["id"]) for i in _items(get_context(store, {"path": "src/billing/charge.py"}))]
+    say(f"  still delivered for src/billing/charge.py: {constraint_id in found}")
+
+
 def _tombstone(say: Callable[[str], None], store: Store, constraint_id: str) -> None:
     from ctxkeeper.write.verbs import deprecate_entry, record_entry, user_actor
 
     _section(
         say,
-        "6. Nothing rejected comes back",
+        "7. Nothing rejected comes back",
         "Deprecating a rule makes it a tombstone; "
         "recording the same rule again, even reworded, is refused with the reason.",
     )
@@ -221,7 +247,7 @@ def _abstention(say: Callable[[str], None], store: Store) -> None:
 
     _section(
         say,
-        "7. Knowing when it does not know",
+        "8. Knowing when it does not know",
         "Retrieval reports top_relevance and "
         "no_confident_match, so an agent is told when nothing stored answers its question.",
     )
