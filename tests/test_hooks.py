@@ -79,6 +79,29 @@ class TestGate:
         assert again.returncode == 0
         assert again.stdout == ""
 
+    def test_a_pending_agent_change_leaves_the_gate_on_the_rule_in_force(
+        self, project: Path, api_store: Store
+    ) -> None:
+        from ctxkeeper.write.verbs import agent_actor, deprecate_entry, update_entry
+
+        hard = _ids(api_store)["API handlers validate the request schema first"]
+        proposed = update_entry(
+            api_store,
+            hard,
+            {"rule": "API handlers may skip schema validation", "hardness": "soft", "scope": []},
+            "Validation is said to be slow on hot endpoints",
+            actor=agent_actor("s-agent"),
+        )
+        deprecate_entry(
+            api_store, hard, "The agent thinks the gateway validates already", actor=agent_actor()
+        )
+        assert proposed["pending"] is True
+        first = run_hook("PreToolUse", edit(project / "api" / "orders.py"), project)
+        # The person's rule, as recorded, still gates the edit; the proposal is nowhere.
+        assert first.denied
+        assert "API handlers validate the request schema first" in first.reason
+        assert "may skip schema validation" not in first.reason
+
     def test_soft_only_rides_along_once_and_never_blocks(self, project: Path) -> None:
         store = make_store(project)
         soft = add_constraint(store, scope=["docs/"], hardness="soft")
