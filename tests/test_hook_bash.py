@@ -14,6 +14,21 @@ if TYPE_CHECKING:
 
 DENIED = [
     pytest.param("ctxkeeper approve con-001-abcd", "approve", id="plain"),
+    pytest.param(
+        '(sleep 1; echo y) | script -qec "python3 -m ctxkeeper approve ID" /dev/null',
+        "approve",
+        id="script-pty-issue-8",
+    ),
+    pytest.param("$(which ctxkeeper) approve x", "approve", id="program-substituted"),
+    pytest.param("`command -v ctxkeeper` lift x", "lift", id="program-backquoted"),
+    pytest.param(
+        'python3 -c \'from ctxkeeper.cli.app import main; main(["purge", "x"])\'',
+        "purge",
+        id="python-c-code",
+    ),
+    pytest.param("{ ctxkeeper approve x; }", "approve", id="brace-group"),
+    pytest.param("if true; then ctxkeeper reject x --reason r; fi", "reject", id="if-then"),
+    pytest.param("while true; do ctxkeeper approve x; done", "approve", id="while-do"),
     pytest.param("ctxkeeper reject dec-002-beef --reason 'no'", "reject", id="reject"),
     pytest.param("ctxkeeper lift con-003-aaaa", "lift", id="lift"),
     pytest.param("ctxkeeper purge con-003-aaaa --reason leaked", "purge", id="purge"),
@@ -64,6 +79,13 @@ DENIED = [
 ]
 
 ALLOWED = [
+    pytest.param("python3 -c 'print(\"approve\")'", id="python-c-without-ctxkeeper"),
+    pytest.param(
+        "python3 -c 'import ctxkeeper; print(ctxkeeper.__version__)'", id="python-c-no-verb"
+    ),
+    pytest.param("$(which ctxkeeper) list", id="program-substituted-list"),
+    pytest.param("script -q typescript.log", id="script-without-command"),
+    pytest.param("if ctxkeeper list; then echo ok; fi", id="if-list"),
     pytest.param("ctxkeeper list", id="list"),
     pytest.param("ctxkeeper status --json", id="status"),
     pytest.param("ctxkeeper show approve", id="id-named-approve"),

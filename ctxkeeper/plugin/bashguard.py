@@ -55,6 +55,8 @@ _RUNNERS: dict[str, frozenset[str]] = {
     "conda": frozenset({"-n", "--name", "-p", "--prefix"}),
     "mamba": frozenset({"-n", "--name", "-p", "--prefix"}),
 }
+#: Shell words that open a compound command; the command proper follows them.
+_KEYWORDS = frozenset({"{", "!", "if", "then", "else", "elif", "do", "while", "until"})
 _PY_VALUE_OPTIONS = frozenset({"-X", "-W", "-Q"})
 _CLI_VALUE_OPTIONS = frozenset({"--project-dir"})
 
@@ -99,7 +101,9 @@ def _python_cli_args(words: list[str], i: int) -> list[str] | None:
             module = words[i + 1] if word == "-m" and i + 1 < len(words) else word[2:]
             rest = i + 2 if word == "-m" else i + 1
             return words[rest:] if module in _MODULES else None
-        if word in ("-c", "-"):
+        if word == "-c":
+            return _inline_code_verb(words[i + 1] if i + 1 < len(words) else "")
+        if word == "-":
             return None
         if word in _PY_VALUE_OPTIONS:
             i += 2
@@ -117,6 +121,22 @@ def _python_cli_args(words: list[str], i: int) -> list[str] | None:
     return None
 
 
+def _substitutes_program(word: str) -> bool:
+    """`$(which ctxkeeper)` or a backquoted lookup standing where the program name goes."""
+    return word.startswith(("$(", "`")) and _PROGRAM in word
+
+
+def _inline_code_verb(code: str) -> list[str] | None:
+    """``python -c CODE`` that imports ctxkeeper and names a human verb as a string: the
+    CLI's words are then that verb (the code itself is not parsed)."""
+    if _PROGRAM not in code:
+        return None
+    for verb in sorted(HUMAN_ONLY):
+        if f'"{verb}"' in code or f"'{verb}'" in code:
+            return [verb]
+    return None
+
+
 def _verb(args: list[str]) -> str | None:
     i = 0
     while i < len(args) and args[i].startswith("-"):
@@ -128,7 +148,7 @@ def human_verb(words: list[str], depth: int = 0) -> str | None:
     """The human-only verb a simple command runs, if any (looking through wrappers)."""
     i = 0
     while i < len(words):
-        while i < len(words) and _is_assignment(words[i]):
+        while i < len(words) and (_is_assignment(words[i]) or words[i] in _KEYWORDS):
             i += 1
         if i >= len(words):
             return None
@@ -146,9 +166,10 @@ def human_verb(words: list[str], depth: int = 0) -> str | None:
             if name not in ("uvx",) and i < len(words) and words[i] in ("run", "exec"):
                 i = _skip_options(words, i + 1, _RUNNERS[name])
             continue
-        if name in SHELLS or name == "eval":
+        # `script -qec CMD /dev/null` gives CMD a pseudo-terminal: the reproduction of issue 8.
+        if name in SHELLS or name in ("eval", "script"):
             return _shell_script(words, i, depth)
-        if name == _PROGRAM:
+        if name == _PROGRAM or _substitutes_program(words[i]):
             verb = _verb(words[i + 1 :])
         elif _is_python(name):
             args = _python_cli_args(words, i + 1)
