@@ -14,6 +14,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from ctxkeeper.write import similarity as sim
+from ctxkeeper.write.polarity import polarity_conflict
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ class Pair:
         self.split = str(row.get("split", "dev"))
         self.score = sim.similarity(a, b)
         # classify()'s rule: opposite polarity or a different choice in the same slot.
-        self.conflict = sim.polarity_conflict(
+        self.conflict = polarity_conflict(
             sim.statement(a), sim.statement(b)
         ) or sim.different_choice(a, b)
         # matching_tombstone()'s rule, threshold left to the sweep (typos read as meant).

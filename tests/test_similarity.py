@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from ctxkeeper.write import similarity
+from ctxkeeper.write import polarity, similarity
+from ctxkeeper.write.polarity import polarity_conflict
 from ctxkeeper.write.similarity import (
     RESTATEMENT_THRESHOLD,
     SIMILAR_THRESHOLD,
@@ -11,7 +12,6 @@ from ctxkeeper.write.similarity import (
     classify,
     entry_text,
     matching_tombstone,
-    polarity_conflict,
     possible_supersession,
     similar_entries,
     statement,
@@ -404,13 +404,13 @@ class TestTombstoneRestatements:
         assert matching_tombstone(reversal, [tombstone]) is None
 
     def test_fronted_condition_is_one_clause(self) -> None:
-        assert similarity._parts("without a key, never call x") == ["without a key never call x"]
+        assert polarity._parts("without a key, never call x") == ["without a key never call x"]
         # A full clause before a comma-negation stays a clause of its own.
-        assert similarity._parts("check authorization, not authentication") == [
+        assert polarity._parts("check authorization, not authentication") == [
             "check authorization",
             "not authentication",
         ]
-        assert similarity._parts("run on python 3.10 before release") == [
+        assert polarity._parts("run on python 3.10 before release") == [
             "run on python 3.10 before release"
         ]
 
