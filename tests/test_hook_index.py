@@ -84,6 +84,31 @@ class TestIndex:
         assert web[5] == "2099-01-01T10:00:00Z"
         assert scopeindex.lookup(ctx, "docs/a.md")[1][0][0] == entry_id
 
+    @pytest.mark.parametrize(
+        ("bound", "indexed"),
+        [
+            pytest.param("0500-01-01", "", id="out-of-range-ignored"),
+            pytest.param("2026-02-30", "", id="impossible-date-ignored"),
+            pytest.param("2020-01-01", "2020-01-01", id="control-sane-bound-kept"),
+        ],
+    )
+    def test_bounds_follow_the_read_path(self, project: Path, bound: str, indexed: str) -> None:
+        # A bound get_context ignores must not hide the constraint from the gate either.
+        from ctxkeeper.read.rank import get_context
+
+        store = make_store(project)
+        entry_id = add_constraint(store, scope=["api/"])
+        path = project / ".context" / "entries.json"
+        doc = json.loads(path.read_text())
+        doc["entries"][0]["valid_until"] = bound
+        path.write_text(json.dumps(doc))
+        (record,) = scopeindex.lookup(str(project / ".context"), "api/x.py")[1]
+        assert record[5] == indexed
+        results = get_context(store, {"path": "api/x.py"})["results"]
+        assert isinstance(results, list)
+        delivered = [r["id"] for r in results if isinstance(r, dict)]
+        assert (entry_id in delivered) is (indexed == "")
+
     def test_only_active_constraints_with_sane_ids(self, project: Path) -> None:
         store = make_store(project)
         add_constraint(store, scope=["api/"])

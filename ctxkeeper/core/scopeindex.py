@@ -79,31 +79,20 @@ def _shard_count(records: int) -> int:
 
 
 def _bound(value: JSONValue) -> str:
-    """A stored validity bound in canonical form, or "" (absent or unparseable: no bound)."""
+    """A stored validity bound in canonical form, or "" (absent or unparseable: no bound).
+
+    The same rule as the read path (``times.parse_stored_bound``): a bound the rest of
+    ctxkeeper ignores must not hide a constraint from the gate. This runs when the index is
+    built, never per edit, so the datetime parsing is paid once per store write.
+    """
     if not isinstance(value, str) or not value:
         return ""
-    if _canonical_time(value):
-        return value
-    # Hand-edited or old stores only: pay for datetime here, never on the per-edit path.
     from ctxkeeper.core import times
 
     try:
         return times.normalize_time(value, field="valid")
     except ValueError:
         return ""
-
-
-def _canonical_time(value: str) -> bool:
-    digits = "0123456789"
-    if len(value) == 10:
-        shape = "dddd-dd-dd"
-    elif len(value) == 20:
-        shape = "dddd-dd-ddTdd:dd:ddZ"
-    else:
-        return False
-    return all(
-        (ch in digits) if want == "d" else ch == want for ch, want in zip(value, shape, strict=True)
-    )
 
 
 def _cut(value: JSONValue) -> str:
