@@ -81,7 +81,7 @@ def _shard_count(records: int) -> int:
 def _bound(value: JSONValue) -> str:
     """A stored validity bound in canonical form, or "" (absent or unparseable: no bound).
 
-    The same rule as the read path (``times.parse_stored_bound``): a bound the rest of
+    The same rule as the read path (``times.parse_stored_bound``, con-013-5aa4): a bound the rest of
     ctxkeeper ignores must not hide a constraint from the gate. This runs when the index is
     built, never per edit, so the datetime parsing is paid once per store write.
     """
