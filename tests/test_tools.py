@@ -168,6 +168,8 @@ class TestAgentSurface:
             "update_entry",
             "deprecate_entry",
             "get_project_summary",
+            "export_snapshot",
+            "import_snapshot",
         ]
         for forbidden in ("approve", "reject", "lift", "purge", "review"):
             assert not any(forbidden in name for name in names)

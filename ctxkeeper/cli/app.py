@@ -9,6 +9,7 @@ import sys
 from typing import NoReturn
 
 from ctxkeeper import __version__
+from ctxkeeper.cli import team
 from ctxkeeper.core.errors import (
     BelowFloorError,
     CtxkeeperError,
@@ -68,6 +69,7 @@ class _Args(argparse.Namespace):
     path: str | None
     budget: int
     include_history: bool
+    git: bool
 
 
 class _FailureError(Exception):
@@ -118,8 +120,13 @@ def _parser() -> argparse.ArgumentParser:
     _add_common_options(parser, suppress=False)
     sub = parser.add_subparsers(dest="command", required=True, metavar="VERB")
 
-    sub.add_parser(
+    init = sub.add_parser(
         "init", parents=[common], help="create .context/ with config.json and .gitignore"
+    )
+    init.add_argument(
+        "--git",
+        action="store_true",
+        help="also register ctxkeeper's snapshot merge driver in this clone's git config",
     )
     add = sub.add_parser("add", parents=[common], help="record an entry (origin: user)")
     add.add_argument("kind", choices=KINDS)
@@ -160,6 +167,7 @@ def _parser() -> argparse.ArgumentParser:
     purge.add_argument("id")
     purge.add_argument("--reason", required=True)
 
+    team.add_parsers(sub, common)
     sub.add_parser("demo", parents=[common], help="walk through ctxkeeper on a sample store")
     sub.add_parser("serve", parents=[common], help="run the MCP stdio server")
     return parser
@@ -283,6 +291,7 @@ def _init(args: _Args) -> int:
     store = _store(args)
     try:
         created = store.init()
+        created += team.init_git(store.root, register=args.git)
     except OSError as exc:
         _fail(_os_failure(f"cannot create the store in {store.root}", exc))
     text = f"initialised {store.dir}" + (
@@ -634,4 +643,5 @@ _HANDLERS: dict[str, Callable[[_Args], int]] = {
     "doctor": _doctor,
     "demo": _demo,
     "serve": _serve,
+    **team.HANDLERS,
 }

@@ -175,3 +175,16 @@ class LockTimeoutError(StoreError):
     """Another process held the store lock for too long."""
 
     code = "lock_timeout"
+
+
+class SnapshotError(StoreError):
+    """A team snapshot cannot be read or written as it is; nothing was written."""
+
+    code = "bad_snapshot"
+
+    def __init__(self, path: str, line: int | None, detail: str) -> None:
+        self.path = path
+        self.line = line
+        self.detail = detail
+        where = f"{path}:{line}" if line else path
+        super().__init__(f"{where}: {detail}. Nothing was written.")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Final
 
-from ctxkeeper.core import fsutil, journal, journalfile, scopeindex, times
+from ctxkeeper.core import fsutil, journal, journalfile, scopeindex, teamlog, times
 from ctxkeeper.core.config import Config, default_document, parse_config
 from ctxkeeper.core.documents import parse_document
 from ctxkeeper.core.errors import CorruptFileError, NotFoundError, StoreError
@@ -280,8 +280,27 @@ class Store:
                 manual = self._hand_edit_events(state, audit_actor)
             txn = Transaction(state, config, manual)
             yield txn
-            if txn.events or manual or behind:
+            wrote = bool(txn.events or manual or behind)
+            if wrote:
                 self._commit(state, [*manual], txn.events)
+            self._after_commit(txn, state, refresh=wrote and config.auto_export)
+
+    def _after_commit(self, txn: Transaction, state: State, *, refresh: bool) -> None:
+        """Still under the lock: remember an imported snapshot, then write the team snapshot
+        (explicitly asked for, or refreshed after a write under ``auto_export``)."""
+        if txn.snapshot_read is None and txn.export_to is None and not refresh:
+            return
+        # Imported here, not at the top: readers and the hooks never load the snapshot code.
+        from ctxkeeper.core import snapshot
+
+        if txn.snapshot_read is not None:
+            snapshot.remember(self.dir, *txn.snapshot_read)
+        entries = state.entries.values()
+        if txn.export_to is not None:
+            force = txn.snapshot_read is not None
+            snapshot.write(self.dir, entries, self.read_journal(), path=txn.export_to, force=force)
+        elif refresh:
+            snapshot.auto_refresh(self.dir, entries, self.read_journal())
 
     def _recovered(self) -> tuple[State, bool]:
         """The state under the lock, caught up with the journal; True when the entry file is
@@ -413,6 +432,11 @@ class Transaction:
         self.events: list[JSONObject] = []
         self.manual_edits = list(manual_edits or [])
         """Hand edits this transaction journals ahead of its own events."""
+        self.export_to: str | None = None
+        """Write the team snapshot to this path once the transaction is committed."""
+        self.snapshot_read: tuple[str, bytes] | None = None
+        """A snapshot file and the bytes this transaction imported from it: remembered as
+        seen once committed, so it is exported over and not imported again."""
 
     def get(self, entry_id: str) -> JSONObject:
         entry = self.entries.get(entry_id)
@@ -430,24 +454,38 @@ class Transaction:
         reason: str | None,
         at: str,
         before: JSONObject | None = None,
+        resolves: list[str] | None = None,
     ) -> None:
         """Stage one mutation; ``after=None`` removes the entry (purge).
 
         :param before: the value to journal as the before-value when it is not the staged
             one (``doctor`` journals a hand edit against the fold of the journal).
+        :param resolves: the team versions an import settled this entry on (see teamlog).
         """
         before = before if before is not None else self.entries.get(entry_id)
-        self.events.append(
-            journal.make_event(
-                op=op,
-                entry_id=entry_id,
-                before=before,
-                after=ordered(after) if after is not None else None,
-                actor=actor,
-                reason=reason,
-                at=at,
-            )
+        event = journal.make_event(
+            op=op,
+            entry_id=entry_id,
+            before=before,
+            after=ordered(after) if after is not None else None,
+            actor=actor,
+            reason=reason,
+            at=at,
         )
+        if resolves is not None:
+            event[teamlog.RESOLVES] = list(resolves)
+        self.events.append(event)
+        self._stage(entry_id, after)
+
+    def adopt(self, event: Mapping[str, JSONValue], before: JSONObject | None) -> None:
+        """Stage a teammate's event as it was born (identity, time, actor, parents)."""
+        adopted: JSONObject = {name: event.get(name) for name in teamlog.EVENT_FIELDS}
+        adopted["before"] = before
+        self.events.append(adopted)
+        after = event.get("after")
+        self._stage(str(event["id"]), after if isinstance(after, dict) else None)
+
+    def _stage(self, entry_id: str, after: JSONObject | None) -> None:
         if after is None:
             self.entries.pop(entry_id, None)
         else:

@@ -71,6 +71,11 @@ def _out(properties: JSONObject, required: list[str]) -> JSONObject:
 
 
 _A: Final[JSONObject] = {"type": "array"}
+_SNAPSHOT_PATH: Final[JSONObject] = {
+    "type": "string",
+    "maxLength": 4096,
+    "description": "snapshot file, relative to the project root (default .context/snapshot.jsonl)",
+}
 _O: Final[JSONObject] = {"type": "object"}
 
 RECORD_INPUT: Final = _object(
@@ -319,6 +324,29 @@ def _summary(store: Store, args: JSONObject) -> ToolResult:
     return ToolResult(result, render_summary(result))
 
 
+def _export(store: Store, args: JSONObject) -> ToolResult:
+    from ctxkeeper.write.exchange import export_snapshot
+
+    path = args.get("path")
+    result = export_snapshot(store, str(path) if path else None)
+    return ToolResult(result, f"wrote the team snapshot {result['path']}; commit it with the code")
+
+
+def _import(store: Store, args: JSONObject) -> ToolResult:
+    from ctxkeeper.write.exchange import import_snapshot, summary_line
+    from ctxkeeper.write.verbs import agent_actor
+
+    path = args.get("path")
+    # Only from inside .context/, which the plugin denies the agent's Edit and Write tools: a
+    # file the agent wrote elsewhere could claim a person's approval (con-016).
+    result = import_snapshot(
+        store, str(path) if path else None, actor=agent_actor(), fence="context"
+    )
+    notes = result.get("notes")
+    lines = [summary_line(result), *(notes if isinstance(notes, list) else [])]
+    return ToolResult(result, "\n".join(map(str, lines)))
+
+
 _SIMILAR: Final[JSONObject] = {"type": "array", "items": {"type": "object"}}
 _BOOL: Final[JSONObject] = {"type": "boolean"}
 _CHANGE: Final[JSONObject] = {"type": "string", "description": "id of the change awaiting a person"}
@@ -481,6 +509,48 @@ def _table() -> list[
             ),
             _READ,
             _summary,
+        ),
+        (
+            "export_snapshot",
+            "Write the team snapshot",
+            (
+                "Write .context/snapshot.jsonl (entries, their journal events and tombstones) for "
+                "the team to commit with the code; refused if it holds teammates' changes not yet "
+                "imported. Writes refresh it anyway while auto_export is on."
+            ),
+            _object({"path": _SNAPSHOT_PATH}),
+            _out(
+                {"path": {"type": "string"}, "written": _BOOL},
+                ["path", "written"],
+            ),
+            (False, False, True),
+            _export,
+        ),
+        (
+            "import_snapshot",
+            "Merge the team snapshot",
+            (
+                "Merge teammates' entries and journal events from .context/snapshot.jsonl (after "
+                "git pull). Idempotent and non-destructive; tombstones win; what the snapshot claims "
+                "without a person's approval arrives proposed."
+            ),
+            _object({"path": _SNAPSHOT_PATH}),
+            _out(
+                {
+                    "path": {"type": "string"},
+                    "events_added": {"type": "integer"},
+                    "added": _A,
+                    "updated": _A,
+                    "removed": _A,
+                    "retired_restatements": _A,
+                    "awaiting_review": _A,
+                    "notes": _A,
+                    "unchanged": _BOOL,
+                },
+                ["path", "events_added", "added", "updated", "unchanged"],
+            ),
+            (False, False, True),
+            _import,
         ),
     ]
 

@@ -76,6 +76,7 @@ def session_start(ctx: HookContext) -> JSONObject | None:
     from ctxkeeper.read.summary import project_summary, render_summary
 
     store = _open(ctx)
+    arrived = _import_team_snapshot(store)
     ledger_file = ctx.ledger()
     compacted = ctx.payload.get("source") == "compact"
     if compacted:
@@ -101,14 +102,35 @@ def session_start(ctx: HookContext) -> JSONObject | None:
             "additionalContext": "\n".join(parts)[:CONTEXT_CAP],
         }
     }
-    note = _person_note(store, int(str(summary.get("pending_review", 0))), compacted=compacted)
+    note = _person_note(
+        store, int(str(summary.get("pending_review", 0))), compacted=compacted, arrived=arrived
+    )
     if note:
         answer["systemMessage"] = note
     return answer
 
 
-def _person_note(store: Store, pending: int, *, compacted: bool) -> str | None:
-    notes = []
+def _import_team_snapshot(store: Store) -> str | None:
+    """Import ``.context/snapshot.jsonl`` when it holds what this clone has not seen (after
+    ``git pull``, in a fresh clone); one line for the person on what arrived, or why not."""
+    from ctxkeeper.core import snapshot
+
+    if not snapshot.unseen(store.dir, snapshot.default_path(store.dir)):
+        return None
+    from ctxkeeper.core.errors import CtxkeeperError
+    from ctxkeeper.write.exchange import IMPORT_ACTOR, import_snapshot, summary_line
+
+    try:
+        report = import_snapshot(store, actor=dict(IMPORT_ACTOR))
+    except CtxkeeperError as exc:
+        return f"the team snapshot was not imported ({exc}); run `ctxkeeper import` to see why"
+    return None if report.get("unchanged") else summary_line(report)
+
+
+def _person_note(
+    store: Store, pending: int, *, compacted: bool, arrived: str | None = None
+) -> str | None:
+    notes = [arrived] if arrived else []
     if pending:
         notes.append(f"{pending} entr{'y' if pending == 1 else 'ies'} awaiting review")
     if compacted:

@@ -1,0 +1,88 @@
+"""The team verbs of the CLI: ``export snapshot``, ``import [FILE]``, and ``init``'s git set-up."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ctxkeeper.core._types import JSONObject
+
+EXPORT_FORMATS = ("snapshot",)
+
+
+def add_parsers(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    export = sub.add_parser(
+        "export", parents=[common], help="write the team snapshot (.context/snapshot.jsonl)"
+    )
+    export.add_argument("format", choices=EXPORT_FORMATS)
+    export.add_argument("--path", help="file inside .context/ (default .context/snapshot.jsonl)")
+    imports = sub.add_parser(
+        "import", parents=[common], help="merge a team snapshot (default .context/snapshot.jsonl)"
+    )
+    imports.add_argument("file", nargs="?", default=None)
+    # What git runs as the merge driver `init --git` registers; not a verb for people.
+    driver = sub.add_parser("merge-driver", help=argparse.SUPPRESS)
+    driver.add_argument("files", nargs=3)
+
+
+def _emit(args: argparse.Namespace, data: JSONObject, text: str) -> int:
+    print(json.dumps(data, indent=2, ensure_ascii=False) if args.json else text)
+    return 0
+
+
+def export(args: argparse.Namespace) -> int:
+    from ctxkeeper.core.store import Store
+    from ctxkeeper.write.exchange import export_snapshot
+
+    store = Store.open(args.project_dir)
+    result = export_snapshot(store, args.path)
+    return _emit(args, result, f"wrote {result['path']}; commit it with the code it explains")
+
+
+def import_(args: argparse.Namespace) -> int:
+    from ctxkeeper.core.store import Store
+    from ctxkeeper.write.exchange import import_snapshot, summary_line
+    from ctxkeeper.write.verbs import user_actor
+
+    store = Store.open(args.project_dir)
+    report = import_snapshot(store, args.file, actor=user_actor(), fence="none")
+    notes = report.get("notes")
+    lines = [summary_line(report), *map(str, notes if isinstance(notes, list) else [])]
+    return _emit(args, report, "\n".join(lines))
+
+
+def merge_driver(args: argparse.Namespace) -> int:
+    from ctxkeeper.cli.mergedriver import main
+
+    return main(args.files)
+
+
+def init_git(root: str, *, register: bool) -> list[str]:
+    """``init``'s git part: the union-merge attribute, and the driver when a person asks."""
+    from ctxkeeper.cli.gitsetup import add_union_attribute, register_driver
+
+    done = [".gitattributes"] if add_union_attribute(root) else []
+    if register:
+        if not sys.stdin.isatty():
+            # A hook or a script must not make git run commands; a person registers it.
+            from ctxkeeper.core.errors import UsageError
+
+            raise UsageError(
+                "`init --git` registers a command for git to run; run it in a terminal"
+            )
+        done += register_driver(root)
+    return done
+
+
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "export": export,
+    "import": import_,
+    "merge-driver": merge_driver,
+}

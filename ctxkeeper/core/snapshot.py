@@ -1,0 +1,145 @@
+"""Writing the team snapshot, and remembering which snapshot this clone last wrote or read.
+
+The snapshot is refreshed under the store lock after a write (``auto_export``), so it rides in
+the same commit as the code. It is never written over a snapshot this clone has not seen: after
+``git pull`` the file holds teammates' events, and overwriting it before importing them would
+drop their work from the next commit (con-014).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from typing import Final
+
+from ctxkeeper.core import fsutil, teamlog
+from ctxkeeper.core.errors import SnapshotError, StoreError
+from ctxkeeper.core.snapshotformat import SNAPSHOT_FILE, parse, render
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from ctxkeeper.core._types import JSONObject, JSONValue
+
+#: Under ``.context/cache/``: the digest of each snapshot path as this clone last wrote or read it.
+SEEN_FILE: Final = "snapshot-seen.json"
+
+
+def default_path(context_dir: str) -> str:
+    return os.path.join(context_dir, SNAPSHOT_FILE)
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _identity(path: str) -> list[JSONValue] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return [info.st_size, info.st_mtime_ns, info.st_ino]
+
+
+def _seen_path(context_dir: str) -> str:
+    return os.path.join(context_dir, "cache", SEEN_FILE)
+
+
+def _read_seen(context_dir: str) -> dict[str, JSONValue]:
+    try:
+        data = fsutil.read_bytes(_seen_path(context_dir))
+        value = json.loads(data) if data else {}
+    except (StoreError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def remember(context_dir: str, path: str, data: bytes) -> None:
+    """Record that this clone holds everything in ``data`` (it wrote or imported it)."""
+    seen = _read_seen(context_dir)
+    seen[os.path.abspath(path)] = {"sha256": digest(data), "identity": _identity(path)}
+    os.makedirs(os.path.dirname(_seen_path(context_dir)), exist_ok=True)
+    fsutil.write_atomic(_seen_path(context_dir), json.dumps(seen, sort_keys=True).encode())
+
+
+def unseen(context_dir: str, path: str) -> bool:
+    """True when the file at ``path`` holds something this clone has not imported or written.
+
+    A ``stat`` answers while the file is untouched; a changed one is hashed, since git rewrites
+    files with the same content on checkout.
+    """
+    identity = _identity(path)
+    if identity is None:
+        return False
+    record = _read_seen(context_dir).get(os.path.abspath(path))
+    if not isinstance(record, dict):
+        return True
+    if record.get("identity") == identity:
+        return False
+    data = fsutil.read_bytes(path)
+    return data is not None and digest(data) != record.get("sha256")
+
+
+def write(
+    context_dir: str,
+    entries: Iterable[JSONObject],
+    records: Iterable[JSONObject],
+    *,
+    path: str | None = None,
+    force: bool = False,
+) -> JSONObject:
+    """Write the snapshot of ``entries`` and the journal ``records``; return what was written.
+
+    :param force: write even over a snapshot this clone has not seen (the caller has just
+        imported it).
+    :raise SnapshotError: a secret-shaped string is in the store, or the file holds events
+        this clone has not imported; nothing is written.
+    """
+    target = path or default_path(context_dir)
+    entry_list, events = list(entries), teamlog.team_events(records)
+    if not force and unseen(context_dir, target):
+        raise SnapshotError(
+            target,
+            None,
+            "the file holds changes this clone has not imported (after `git pull`?); run "
+            "`ctxkeeper import` first, which merges them, so no teammate's work is dropped",
+        )
+    data = render(entry_list, events)
+    try:
+        # What a teammate's import would refuse must not leave this clone: the same checks
+        # (the model, the secret scan) run on the bytes before they are written.
+        parse(data, target)
+    except SnapshotError as exc:
+        raise SnapshotError(
+            target,
+            None,
+            f"the store holds something a snapshot must not carry ({exc.detail}); "
+            "`ctxkeeper doctor` shows the entry",
+        ) from None
+    fsutil.check_not_link(target)
+    changed = fsutil.read_bytes(target) != data
+    if changed:
+        fsutil.write_atomic(target, data)
+    remember(context_dir, target, data)
+    return {
+        "path": target,
+        "entries": len(entry_list),
+        "events": len(events),
+        "bytes": len(data),
+        "changed": changed,
+    }
+
+
+def auto_refresh(
+    context_dir: str, entries: Iterable[JSONObject], records: Iterable[JSONObject]
+) -> None:
+    """Refresh the default snapshot after a write; a problem is a notice, never a failure (the
+    write itself is recorded)."""
+    try:
+        write(context_dir, entries, records)
+    except (SnapshotError, OSError) as exc:
+        detail = exc.strerror if isinstance(exc, OSError) else str(exc)
+        print(f"ctxkeeper: the team snapshot was not refreshed: {detail}", file=sys.stderr)

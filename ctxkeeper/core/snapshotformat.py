@@ -1,0 +1,299 @@
+"""The team snapshot's text format: one JSON object per line, deterministic, union-mergeable.
+
+A header line, the entries sorted by id, then the team events sorted by entry, time and id
+(dec-019). Nothing in it moves on an export that changed nothing (no timestamp, no counter), so
+a pull request's diff shows the entries that changed. Git's ``union`` merge keeps both sides'
+lines, so the reader takes lines in any order, duplicated, and with two versions of an entry;
+the events are the truth, the entry lines a readable projection of them.
+
+Everything read here is untrusted (it arrives with ``git pull``): sizes are capped, every line
+is checked against the model, and an error names its line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Final
+
+from ctxkeeper.core import journal, secretscan, times
+from ctxkeeper.core.errors import CtxkeeperError, SnapshotError
+from ctxkeeper.core.model import ID_PATTERN, ORIGINS, TEXT_MAX, ordered, stored_problems
+from ctxkeeper.core.teamlog import EVENT_FIELDS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping
+
+    from ctxkeeper.core._types import JSONObject, JSONValue
+
+SNAPSHOT_FILE: Final = "snapshot.jsonl"
+SNAPSHOT_VERSION: Final = 1
+HEADER_KEY: Final = "ctxkeeper_snapshot"
+ENTRY_KEY: Final = "entry"
+EVENT_KEY: Final = "journal"
+#: Limits on what a snapshot may hold: far above a real project (10,000 entries with 50,000
+#: events take about 60 MB), low enough that a hostile file cannot exhaust memory.
+MAX_BYTES: Final = 512 * 1024 * 1024
+MAX_LINE_BYTES: Final = 1024 * 1024
+MAX_PARENTS: Final = 64
+EVENT_ID: Final = re.compile(r"[0-9a-f]{16}")
+_ACTOR_KEYS: Final = frozenset({"origin", "user", "session_id"})
+_CONFLICT_MARKERS: Final = (b"<<<<<<<", b"=======", b">>>>>>>", b"|||||||")
+
+
+@dataclass
+class Snapshot:
+    """What a snapshot file holds, each item with the line it came from."""
+
+    entries: list[tuple[int, JSONObject]] = field(default_factory=list)
+    events: dict[str, tuple[int, JSONObject]] = field(default_factory=dict)
+    """Events by identity (a line repeated by a union merge is one event)."""
+
+
+# -- writing ------------------------------------------------------------------------------
+
+
+def render(entries: Iterable[Mapping[str, JSONValue]], events: Iterable[JSONObject]) -> bytes:
+    """The snapshot's bytes: the same entries and events always give the same bytes."""
+    lines = [_line({HEADER_KEY: SNAPSHOT_VERSION})]
+    lines.extend(
+        _line({ENTRY_KEY: normal_entry(entry)})
+        for entry in sorted(entries, key=lambda item: str(item.get("id")))
+    )
+    lines.extend(_line({EVENT_KEY: normal_event(event)}) for event in sorted(events, key=_order))
+    return b"".join(lines)
+
+
+def _order(event: Mapping[str, JSONValue]) -> tuple[str, str, str]:
+    # Grouped by entry, so a teammate's new events land beside that entry's history in a diff.
+    return (str(event.get("id")), str(event.get("at")), str(event.get("event")))
+
+
+def _line(value: JSONValue) -> bytes:
+    # Only "\n" ends a line: json escapes it inside strings, and git's merge splits on it alone.
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+def normal_entry(entry: Mapping[str, JSONValue]) -> JSONObject:
+    """Fields in model order, nested objects with sorted keys: one spelling per entry in every
+    clone, however its dictionaries were built."""
+    return ordered({key: _sorted(value) for key, value in entry.items()})
+
+
+def normal_event(event: Mapping[str, JSONValue]) -> JSONObject:
+    out: JSONObject = {}
+    for name in EVENT_FIELDS:
+        value = event.get(name)
+        if name == "after" and isinstance(value, dict):
+            value = normal_entry(value)
+        out[name] = _sorted(value)
+    return out
+
+
+def _sorted(value: JSONValue) -> JSONValue:
+    if isinstance(value, dict):
+        return {key: _sorted(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(item) for item in value]
+    return value
+
+
+def secret_in(
+    entries: Iterable[Mapping[str, JSONValue]], events: Iterable[JSONObject]
+) -> str | None:
+    """Where the first secret-shaped string is (``con-001-ab12 field 'rule'``), or None."""
+    checked: set[str] = set()
+    for entry in entries:
+        hit = _scan(entry, checked)
+        if hit:
+            return f"entry {entry.get('id')} field {hit[0]!r} holds a {hit[1]}"
+    for event in events:
+        after = event.get("after")
+        hit = _scan({"after": after, "reason": event.get("reason")}, checked)
+        if hit:
+            return f"a journal event of {event.get('id')} (field {hit[0]!r}) holds a {hit[1]}"
+    return None
+
+
+def _scan(value: Mapping[str, JSONValue], checked: set[str]) -> tuple[str, str] | None:
+    # Most events repeat their entry's unchanged fields; each distinct string is scanned once.
+    for name, item in value.items():
+        for path, text in _strings(name, item):
+            if text in checked:
+                continue
+            checked.add(text)
+            kind = secretscan.find_secret(text)
+            if kind is not None:
+                return path, kind
+    return None
+
+
+def _strings(path: str, value: JSONValue) -> Iterable[tuple[str, str]]:
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            yield from _strings(f"{path}.{name}", item)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _strings(f"{path}[{index}]", item)
+
+
+# -- reading ------------------------------------------------------------------------------
+
+
+def parse(data: bytes, path: str) -> Snapshot:
+    """Read and check a snapshot; raise :class:`SnapshotError` naming the first bad line."""
+    if len(data) > MAX_BYTES:
+        raise SnapshotError(path, None, f"{len(data)} bytes is over the {MAX_BYTES}-byte limit")
+    snapshot = Snapshot()
+    header = False
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        if len(raw) > MAX_LINE_BYTES:
+            raise SnapshotError(
+                path, number, f"line of {len(raw)} bytes is over the {MAX_LINE_BYTES}-byte limit"
+            )
+        if raw.startswith(_CONFLICT_MARKERS):
+            raise SnapshotError(
+                path,
+                number,
+                "a merge left a conflict marker here; keep both sides' lines and delete the "
+                "marker lines (run `ctxkeeper init` so git merges this file with its union merge)",
+            )
+        key, value = _object(raw, path, number)
+        if key == HEADER_KEY:
+            _check_version(value, path, number)
+            header = True
+        elif key == ENTRY_KEY:
+            snapshot.entries.append((number, _checked_entry(value, path, number)))
+        else:
+            event = _checked_event(value, path, number)
+            event_id = str(event["event"])
+            seen = snapshot.events.get(event_id)
+            if seen is not None and normal_event(seen[1]) != normal_event(event):
+                raise SnapshotError(
+                    path,
+                    number,
+                    f"event {event_id} differs from the event with the same identity on line "
+                    f"{seen[0]}; one of them was edited by hand",
+                )
+            snapshot.events.setdefault(event_id, (number, event))
+    if not header:
+        raise SnapshotError(
+            path, None, f"not a ctxkeeper snapshot (no {{{HEADER_KEY!r}: ...}} header line)"
+        )
+    hit = secret_in(
+        [entry for _, entry in snapshot.entries], [e for _, e in snapshot.events.values()]
+    )
+    if hit:
+        raise SnapshotError(path, None, f"{hit}; remove it from the file before importing")
+    return snapshot
+
+
+def _object(raw: bytes, path: str, number: int) -> tuple[str, JSONValue]:
+    try:
+        value = json.loads(raw)
+    except UnicodeDecodeError:
+        raise SnapshotError(path, number, "line is not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise SnapshotError(
+            path, number, f"line is not JSON ({exc.msg} at column {exc.colno}; cut off?)"
+        ) from None
+    if not isinstance(value, dict) or len(value) != 1:
+        raise SnapshotError(path, number, "a line must be one object with a single key")
+    [(key, inner)] = value.items()
+    if key not in (HEADER_KEY, ENTRY_KEY, EVENT_KEY):
+        raise SnapshotError(
+            path, number, f"unknown line type {key!r} (expected {ENTRY_KEY!r} or {EVENT_KEY!r})"
+        )
+    return key, inner
+
+
+def _check_version(value: JSONValue, path: str, number: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise SnapshotError(path, number, f"snapshot version {value!r} is not a version number")
+    if value > SNAPSHOT_VERSION:
+        raise SnapshotError(
+            path,
+            number,
+            f"snapshot version {value} was written by a newer ctxkeeper (this one reads "
+            f"version {SNAPSHOT_VERSION}); upgrade ctxkeeper to import it",
+        )
+
+
+def _checked_entry(value: JSONValue, path: str, number: int) -> JSONObject:
+    if not isinstance(value, dict):
+        raise SnapshotError(path, number, "an entry must be an object")
+    problems = stored_problems(value)
+    for name in ("created_at", "updated_at"):
+        problem = times.stored_time_problem(value.get(name))
+        if problem:
+            problems.append(f"{name}: {problem}")
+    if problems:
+        raise SnapshotError(path, number, "; ".join(problems))
+    return value
+
+
+def _checked_event(value: JSONValue, path: str, number: int) -> JSONObject:
+    def fail(detail: str) -> SnapshotError:
+        return SnapshotError(path, number, detail)
+
+    if not isinstance(value, dict):
+        raise fail("a journal event must be an object")
+    unknown = sorted(set(value) - set(EVENT_FIELDS))
+    if unknown:
+        raise fail(f"unknown event field {', '.join(map(repr, unknown))}")
+    version = value.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise fail(f"event version {version!r} is not a version number")
+    if version > journal.JOURNAL_VERSION:
+        raise fail(
+            f"event version {version} was written by a newer ctxkeeper (this one reads "
+            f"version {journal.JOURNAL_VERSION}); upgrade ctxkeeper to import it"
+        )
+    if not isinstance(value.get("event"), str) or not EVENT_ID.fullmatch(str(value["event"])):
+        raise fail("event identity must be 16 lowercase hex digits")
+    entry_id = value.get("id")
+    if not isinstance(entry_id, str) or not ID_PATTERN.match(entry_id):
+        raise fail(f"{entry_id!r} is not an entry id (ids look like dec-021-b607)")
+    op = value.get("op")
+    if op not in journal.OPS:
+        raise fail(f"unknown op {op!r}")
+    if not isinstance(value.get("at"), str):
+        raise fail("at must be a time string")
+    try:
+        times.parse_time(str(value["at"]), field="at")
+    except CtxkeeperError as exc:
+        raise fail(str(exc)) from None
+    _check_actor(value.get("actor"), fail)
+    reason = value.get("reason")
+    if reason is not None and (not isinstance(reason, str) or len(reason) > TEXT_MAX):
+        raise fail(f"reason must be text of at most {TEXT_MAX} characters")
+    parents = value.get("parents")
+    if not isinstance(parents, list) or len(parents) > MAX_PARENTS:
+        raise fail(f"parents must be a list of at most {MAX_PARENTS} event identities")
+    if not all(isinstance(p, str) and EVENT_ID.fullmatch(p) for p in parents):
+        raise fail("parents must be event identities (16 lowercase hex digits)")
+    after = value.get("after")
+    if after is None:
+        if op not in ("purge", "manual_edit"):
+            raise fail(f"a {op} event must carry the entry it left ('after')")
+    else:
+        entry = _checked_entry(after, path, number)
+        if entry.get("id") != entry_id:
+            raise fail(f"the event is about {entry_id} but its entry is {entry.get('id')}")
+    return value
+
+
+def _check_actor(actor: JSONValue, fail: Callable[[str], SnapshotError]) -> None:
+    if not isinstance(actor, dict) or actor.get("origin") not in ORIGINS:
+        raise fail(f"actor must be an object whose origin is one of {', '.join(ORIGINS)}")
+    for key, item in actor.items():
+        if key not in _ACTOR_KEYS or not (
+            item is None or (isinstance(item, str) and len(item) < 256)
+        ):
+            raise fail(f"actor field {key!r} is not one of {', '.join(sorted(_ACTOR_KEYS))}")

@@ -1,0 +1,135 @@
+"""The team's history: journal events shared across clones, and the one rule that folds them.
+
+Every clone is a replica. Its journal holds its own events and the ones it imported, each with
+the identity (``event``) it was born with. An event names the versions of its entry it
+changed (``parents``), the way a git commit names its parents, so where two clones changed one
+entry at once the entry's events branch. :func:`fold` resolves every branch by one
+deterministic rule (dec-018), so any two clones holding the same events hold the same entries,
+whatever order the events reached them in.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+    from ctxkeeper.core._types import JSONObject, JSONValue
+
+#: The fields of an event as the team shares it. The rest of a journal record is this clone's
+#: (``seq``, ``prev``, ``hash``, ``tx``), and ``before`` follows from the parents.
+EVENT_FIELDS: Final = ("version", "event", "at", "actor", "op", "id", "after", "reason", "parents")
+#: A local record that moved an entry to the resolved version of its branches after an import
+#: carries the versions it resolved here; it is this clone's bookkeeping, never shared.
+RESOLVES: Final = "resolves"
+#: Statuses that end an entry's life: they win over a concurrent version that is still live.
+_TERMINAL: Final = frozenset({"deprecated", "rejected", "superseded"})
+#: The statuses a person must have stood behind (see :func:`justified_status`).
+_NEEDS_A_PERSON: Final = frozenset({"active"})
+
+
+def is_resolution(record: Mapping[str, JSONValue]) -> bool:
+    return record.get("op") == "import" and isinstance(record.get(RESOLVES), list)
+
+
+def team_events(records: Iterable[Mapping[str, JSONValue]]) -> list[JSONObject]:
+    """The journal's records as team events, in journal order, each with explicit parents.
+
+    A record written here names no parents: it followed the version its entry had in this
+    journal, which is the previous record of that entry (or the versions a resolution record
+    settled on). An imported record keeps the parents it was born with.
+    """
+    current: dict[str, list[JSONValue]] = {}
+    events: list[JSONObject] = []
+    for record in records:
+        entry_id = str(record.get("id"))
+        if is_resolution(record):
+            resolved = record.get(RESOLVES)
+            current[entry_id] = list(resolved) if isinstance(resolved, list) else []
+            continue
+        parents = record.get("parents")
+        event: JSONObject = {name: record.get(name) for name in EVENT_FIELDS}
+        followed = parents if isinstance(parents, list) else current.get(entry_id, [])
+        event["parents"] = [*sorted(str(p) for p in followed)]
+        events.append(event)
+        current[entry_id] = [str(record.get("event"))]
+    return events
+
+
+def heads(events: Iterable[Mapping[str, JSONValue]]) -> list[Mapping[str, JSONValue]]:
+    """The events of one entry that no other event of it followed: the tips of its branches."""
+    group = list(events)
+    followed = {str(p) for event in group for p in _parents(event)}
+    tips = [event for event in group if str(event.get("event")) not in followed]
+    # Parents that loop can only come from a hand-made file; every event is then a candidate.
+    return tips or group
+
+
+def _precedence(event: Mapping[str, JSONValue]) -> tuple[int, int, str, str]:
+    """dec-018: a purge, then an ending (deprecated, rejected, superseded) over a live version,
+    then the higher revision, the later time, the larger event id. The tips that lose stay in
+    the journal, as history."""
+    after = event.get("after")
+    if not isinstance(after, dict):
+        return (2, 0, str(event.get("at")), str(event.get("event")))
+    revision = after.get("revision")
+    return (
+        1 if after.get("status") in _TERMINAL else 0,
+        revision if isinstance(revision, int) and not isinstance(revision, bool) else 0,
+        str(event.get("at")),
+        str(event.get("event")),
+    )
+
+
+def justified_status(
+    entry: JSONObject, events: Iterable[Mapping[str, JSONValue]], review: str
+) -> JSONObject:
+    """``entry`` with the status its events justify: ``active`` needs a person's event (a
+    record, an approval, an edit) among them unless the review policy is ``off``, so editing
+    a snapshot by hand cannot promote an agent's proposal; it arrives ``proposed``."""
+    if entry.get("status") not in _NEEDS_A_PERSON or review == "off":
+        return entry
+    if any(_actor_origin(event) == "user" for event in events):
+        return entry
+    return {**entry, "status": "proposed"}
+
+
+def resolve(
+    events: Iterable[Mapping[str, JSONValue]], review: str
+) -> tuple[JSONObject | None, list[str]]:
+    """The version one entry's events fold to (None: purged) and the tips it was chosen from."""
+    group = list(events)
+    tips = heads(group)
+    best = max(tips, key=_precedence)
+    after = best.get("after")
+    value = justified_status(after, group, review) if isinstance(after, dict) else None
+    return value, sorted(str(tip.get("event")) for tip in tips)
+
+
+def by_entry(events: Iterable[Mapping[str, JSONValue]]) -> dict[str, list[Mapping[str, JSONValue]]]:
+    groups: dict[str, list[Mapping[str, JSONValue]]] = {}
+    for event in events:
+        groups.setdefault(str(event.get("id")), []).append(event)
+    return groups
+
+
+def fold(events: Iterable[Mapping[str, JSONValue]], review: str) -> dict[str, JSONObject]:
+    """The entries a set of team events folds to, the same in every clone that holds them."""
+    entries: dict[str, JSONObject] = {}
+    for entry_id, group in by_entry(events).items():
+        value, _ = resolve(group, review)
+        if value is not None:
+            entries[entry_id] = value
+    return entries
+
+
+def _parents(event: Mapping[str, JSONValue]) -> list[JSONValue]:
+    parents = event.get("parents")
+    return parents if isinstance(parents, list) else []
+
+
+def _actor_origin(event: Mapping[str, JSONValue]) -> object:
+    actor = event.get("actor")
+    return actor.get("origin") if isinstance(actor, dict) else None

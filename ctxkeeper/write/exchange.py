@@ -1,0 +1,338 @@
+"""Team sharing: export the store as a snapshot, and import a teammate's.
+
+An import adds the events this clone has not seen, each as it was born, and moves every entry
+they touch to the version :func:`ctxkeeper.core.teamlog.resolve` folds its events to, so every
+clone holding the same events holds the same entries. It is idempotent (a second import adds
+nothing) and non-destructive (nothing local is dropped). The file is untrusted: it is checked
+whole before anything is written, and a refused import leaves every file as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Final
+
+from ctxkeeper.core import fsutil, teamlog, times
+from ctxkeeper.core.errors import CtxkeeperError, SnapshotError, UsageError
+from ctxkeeper.core.journal import JOURNAL_VERSION, canonical
+from ctxkeeper.core.model import TOMBSTONE_STATUSES, clean_fields, editable_view, revision_of
+from ctxkeeper.core.snapshot import default_path
+from ctxkeeper.core.snapshotformat import Snapshot, normal_entry, normal_event, parse
+from ctxkeeper.write.similarity import matching_tombstone
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ctxkeeper.core._types import JSONObject, JSONValue
+    from ctxkeeper.core.store import Store, Transaction
+
+#: Who writes the events an import derives (an entry added by hand to the file, a restatement
+#: of a tombstone retired): the same in every clone, so every clone derives the same event.
+IMPORT_ACTOR: Final = {"origin": "import", "user": None}
+_LIVE: Final = frozenset({"active", "proposed"})
+
+
+def resolve_path(store: Store, path: str | None) -> str:
+    """The snapshot file ``path`` names (relative to the project root), refused outside
+    ``.context/``, so nothing can make ctxkeeper write outside it."""
+    if not path:
+        return default_path(store.dir)
+    if "\x00" in path:
+        raise UsageError("path must be a file path")
+    target = os.path.realpath(os.path.join(store.root, path))
+    fence = os.path.realpath(store.dir)
+    if os.path.commonpath([target, fence]) != fence or target == fence:
+        raise UsageError(f"path {path!r} is outside .context/; give a path inside it")
+    if not target.endswith(".jsonl"):
+        raise UsageError(f"path {path!r} must name a .jsonl file")
+    return target
+
+
+def export_snapshot(store: Store, path: str | None = None) -> JSONObject:
+    """Write the snapshot (default ``.context/snapshot.jsonl``) under the store lock."""
+    store.require()
+    target = resolve_path(store, path)
+    with store.transaction() as tx:
+        tx.export_to = target
+    return {"path": target, "written": True}
+
+
+def import_snapshot(
+    store: Store, path: str | None = None, *, actor: JSONObject, fence: str = "context"
+) -> JSONObject:
+    """Merge a snapshot into the store; return what arrived.
+
+    :param fence: where ``path`` may be: ``"context"`` (inside ``.context/``, the agent's
+        door) or ``"none"`` (a person at the CLI may import any file).
+    :raise SnapshotError: the file is missing or wrong in any way; nothing was written.
+    """
+    store.require()
+    source = os.path.abspath(path) if fence == "none" and path else resolve_path(store, path)
+    data = fsutil.read_bytes(source)
+    if data is None:
+        raise SnapshotError(
+            source, None, "no snapshot here (export one with `ctxkeeper export snapshot`)"
+        )
+    snapshot = parse(data, source)
+    with store.transaction() as tx:
+        report = _merge(store, tx, snapshot, source, actor)
+        tx.snapshot_read = (source, data)
+        if tx.config.auto_export and source == default_path(store.dir):
+            # Rewrite the merged file in its normal form: one line per event, sorted, the
+            # entries as every clone now holds them.
+            tx.export_to = source
+    return report
+
+
+def _merge(
+    store: Store, tx: Transaction, snapshot: Snapshot, source: str, actor: JSONObject
+) -> JSONObject:
+    review = tx.config.review
+    local = teamlog.team_events(store.read_journal())
+    known = {str(event["event"]): event for event in local}
+    lines: dict[str, int] = {}
+    foreign: list[JSONObject] = []
+    for event_id, (line, event) in snapshot.events.items():
+        mine = known.get(event_id)
+        if mine is None:
+            foreign.append(event)
+            lines[event_id] = line
+        elif normal_event(mine) != normal_event(event):
+            raise SnapshotError(
+                source,
+                line,
+                f"event {event_id} differs from this clone's copy of it (edited by hand?)",
+            )
+    events = [*local, *foreign]
+    with_events = {str(event["id"]) for event in events}
+    for line, entry in snapshot.entries:
+        if str(entry["id"]) not in with_events:
+            added = _hand_added(entry)
+            if str(added["event"]) not in lines:
+                foreign.append(added)
+                events.append(added)
+                lines[str(added["event"])] = line
+    groups = teamlog.by_entry(events)
+    touched = sorted({str(event["id"]) for event in foreign})
+    before = dict(tx.entries)
+    targets: dict[str, JSONObject | None] = {}
+    tips: dict[str, list[str]] = {}
+    for entry_id in touched:
+        targets[entry_id], tips[entry_id] = teamlog.resolve(groups[entry_id], review)
+    notes: list[str] = []
+    restated = _retire_restatements(before, targets, tips, groups, foreign, review, notes)
+    for entry_id in restated:
+        targets[entry_id], tips[entry_id] = teamlog.resolve(groups[entry_id], review)
+    _check_floors(store, tx, targets, before, groups, lines, source)
+
+    by_id = {str(event["event"]): event for event in events}
+    last: dict[str, str] = {}
+    for event in sorted(foreign, key=_order):
+        parents = [by_id[p] for p in map(str, _list(event.get("parents"))) if p in by_id]
+        tx.adopt(event, teamlog.resolve(parents, review)[0] if parents else None)
+        last[str(event["id"])] = str(event["event"])
+    at = times.now_iso()
+    for entry_id in touched:
+        if tx.entries.get(entry_id) != targets[entry_id] or tips[entry_id] != [last[entry_id]]:
+            tx.put(
+                "import",
+                entry_id,
+                targets[entry_id],
+                actor=actor,
+                reason=f"resolved {len(tips[entry_id])} version(s) from {os.path.basename(source)}",
+                at=at,
+                resolves=tips[entry_id],
+            )
+    notes.extend(_line_notes(snapshot, targets, groups))
+    return _report(source, before, targets, foreign, restated, notes, tx)
+
+
+def _order(event: Mapping[str, JSONValue]) -> tuple[str, str, str]:
+    return (str(event["id"]), str(event["at"]), str(event["event"]))
+
+
+def _list(value: JSONValue) -> list[JSONValue]:
+    return value if isinstance(value, list) else []
+
+
+def _derived_id(*parts: str) -> str:
+    """An event identity every clone computes alike from the same facts."""
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
+
+
+def _hand_added(entry: JSONObject) -> JSONObject:
+    """The event for an entry line no event produced (added to the file by hand): it arrives
+    ``proposed`` with origin ``import``, whatever it claims, for a person to review."""
+    after = normal_entry({**entry, "status": "proposed", "origin": "import"})
+    return {
+        "version": JOURNAL_VERSION,
+        "event": _derived_id("hand-added", canonical(normal_entry(entry)).decode()),
+        "at": str(entry.get("updated_at") or entry.get("created_at")),
+        "actor": dict(IMPORT_ACTOR),
+        "op": "import",
+        "id": str(entry["id"]),
+        "after": after,
+        "reason": "an entry line with no journal events (added to the snapshot by hand)",
+        "parents": [],
+    }
+
+
+def _retire_restatements(
+    before: Mapping[str, JSONObject],
+    targets: dict[str, JSONObject | None],
+    tips: dict[str, list[str]],
+    groups: dict[str, list[Mapping[str, JSONValue]]],
+    foreign: list[JSONObject],
+    review: str,
+    notes: list[str],
+) -> list[str]:
+    """A tombstone this clone held wins over an entry that restates it and arrives from a
+    teammate who had not seen it retired (con-015): the arriving entry is retired too, by an
+    event every clone derives alike. An entry this clone already held is left alone, since
+    whoever retired the tombstone here knew it and kept it."""
+    tombstones = [entry for entry in before.values() if entry.get("status") in TOMBSTONE_STATUSES]
+    retired: list[str] = []
+    if not tombstones:
+        return retired
+    for entry_id, value in targets.items():
+        if entry_id in before or value is None or value.get("status") not in _LIVE:
+            continue
+        match = matching_tombstone(value, tombstones)
+        if match is None:
+            continue
+        tombstone = match[0]
+        tomb_id = str(tombstone["id"])
+        group = groups[entry_id]
+        at = max(
+            [str(event["at"]) for event in group if str(event["event"]) in tips[entry_id]]
+            + [str(tombstone.get("updated_at"))]
+        )
+        why = (
+            f"restates {tomb_id}, which was {tombstone.get('status')} while this was recorded "
+            f"in another clone ({tombstone.get('status_reason') or 'no reason recorded'})"
+        )
+        after = normal_entry(
+            {
+                **value,
+                "status": "deprecated",
+                "status_reason": why,
+                "updated_at": at,
+                "revision": revision_of(value) + 1,
+            }
+        )
+        event: JSONObject = {
+            "version": JOURNAL_VERSION,
+            "event": _derived_id("restates", entry_id, *tips[entry_id], tomb_id),
+            "at": at,
+            "actor": dict(IMPORT_ACTOR),
+            "op": "deprecate",
+            "id": entry_id,
+            "after": after,
+            "reason": why,
+            "parents": list(tips[entry_id]),
+        }
+        foreign.append(event)
+        group.append(event)
+        retired.append(entry_id)
+        notes.append(f"{entry_id} arrived restating the tombstone {tomb_id}; it was retired too")
+    return retired
+
+
+def _check_floors(
+    store: Store,
+    tx: Transaction,
+    targets: Mapping[str, JSONObject | None],
+    before: Mapping[str, JSONObject],
+    groups: Mapping[str, list[Mapping[str, JSONValue]]],
+    lines: Mapping[str, int],
+    source: str,
+) -> None:
+    """Every entry the import changes meets this project's floors, or nothing is written."""
+    for entry_id, value in targets.items():
+        if value is None or value == before.get(entry_id):
+            continue
+        view = {
+            k: v for k, v in editable_view(value).items() if k not in ("valid_from", "valid_until")
+        }
+        try:
+            clean_fields(str(value["kind"]), view, tx.config.floors, root=store.root)
+        except CtxkeeperError as exc:
+            line = max((lines.get(str(e["event"]), 0) for e in groups[entry_id]), default=0)
+            raise SnapshotError(source, line or None, f"{entry_id}: {exc}") from None
+
+
+def _line_notes(
+    snapshot: Snapshot,
+    targets: Mapping[str, JSONObject | None],
+    groups: Mapping[str, list[Mapping[str, JSONValue]]],
+) -> list[str]:
+    """What the entry lines claimed that their events do not bear out (the events win)."""
+    notes: list[str] = []
+    for line, entry in snapshot.entries:
+        entry_id = str(entry["id"])
+        if entry_id not in targets:
+            continue
+        value = targets[entry_id]
+        if value is None:
+            continue
+        versions = [e.get("after") for e in groups.get(entry_id, [])]
+        if entry.get("status") == "active" and value.get("status") == "proposed":
+            notes.append(
+                f"line {line}: {entry_id} claims active, but no person recorded or approved it "
+                "in its events; it arrives proposed, for review"
+            )
+        elif normal_entry(entry) != normal_entry(value) and not any(
+            isinstance(v, dict) and normal_entry(v) == normal_entry(entry) for v in versions
+        ):
+            notes.append(
+                f"line {line}: the entry line of {entry_id} matches none of its events' versions "
+                "(edited by hand?); the events win"
+            )
+    return notes
+
+
+def _report(
+    source: str,
+    before: Mapping[str, JSONObject],
+    targets: Mapping[str, JSONObject | None],
+    foreign: list[JSONObject],
+    restated: list[str],
+    notes: list[str],
+    tx: Transaction,
+) -> JSONObject:
+    added = sorted(i for i, v in targets.items() if v is not None and i not in before)
+    changed = sorted(i for i, v in targets.items() if i in before and v != before[i])
+    removed = sorted(i for i, v in targets.items() if v is None and i in before)
+    review: list[JSONValue] = [i for i in added if (targets[i] or {}).get("status") == "proposed"]
+    return {
+        "path": source,
+        "events_added": len(foreign),
+        "added": list(added),
+        "updated": list(changed),
+        "removed": list(removed),
+        "retired_restatements": list(restated),
+        "awaiting_review": review,
+        "notes": list(notes),
+        "unchanged": not foreign,
+        "total_entries": len(tx.entries),
+    }
+
+
+def summary_line(report: Mapping[str, JSONValue]) -> str:
+    """One line for a person: what arrived from the team."""
+    if report.get("unchanged"):
+        return "the team snapshot holds nothing new"
+    added, updated, review = (
+        _list(report.get(key)) for key in ("added", "updated", "awaiting_review")
+    )
+    parts = [f"{len(added)} new entr{'y' if len(added) == 1 else 'ies'}"]
+    parts.append(f"{len(updated)} updated")
+    removed = _list(report.get("removed"))
+    if removed:
+        parts.append(f"{len(removed)} purged")
+    text = "from the team snapshot: " + ", ".join(parts)
+    if review:
+        text += f" ({len(review)} await review: `ctxkeeper review`)"
+    return text
