@@ -74,7 +74,7 @@ _A: Final[JSONObject] = {"type": "array"}
 _SNAPSHOT_PATH: Final[JSONObject] = {
     "type": "string",
     "maxLength": 4096,
-    "description": "snapshot file, relative to the project root (default .context/snapshot.jsonl)",
+    "description": "default .context/snapshot.jsonl",
 }
 _O: Final[JSONObject] = {"type": "object"}
 
@@ -513,41 +513,20 @@ def _table() -> list[
         (
             "export_snapshot",
             "Write the team snapshot",
-            (
-                "Write .context/snapshot.jsonl (entries, their journal events and tombstones) for "
-                "the team to commit with the code; refused if it holds teammates' changes not yet "
-                "imported. Writes refresh it anyway while auto_export is on."
-            ),
+            "Write the team snapshot for git (writes refresh it anyway under auto_export).",
             _object({"path": _SNAPSHOT_PATH}),
-            _out(
-                {"path": {"type": "string"}, "written": _BOOL},
-                ["path", "written"],
-            ),
+            _out({"path": {"type": "string"}}, ["path"]),
             (False, False, True),
             _export,
         ),
         (
             "import_snapshot",
             "Merge the team snapshot",
-            (
-                "Merge teammates' entries and journal events from .context/snapshot.jsonl (after "
-                "git pull). Idempotent and non-destructive; tombstones win; what the snapshot claims "
-                "without a person's approval arrives proposed."
-            ),
+            "Merge teammates' snapshot after git pull; idempotent, tombstones win.",
             _object({"path": _SNAPSHOT_PATH}),
             _out(
-                {
-                    "path": {"type": "string"},
-                    "events_added": {"type": "integer"},
-                    "added": _A,
-                    "updated": _A,
-                    "removed": _A,
-                    "retired_restatements": _A,
-                    "awaiting_review": _A,
-                    "notes": _A,
-                    "unchanged": _BOOL,
-                },
-                ["path", "events_added", "added", "updated", "unchanged"],
+                {"events_added": {"type": "integer"}, "added": _A, "updated": _A, "notes": _A},
+                ["events_added", "added", "updated"],
             ),
             (False, False, True),
             _import,

@@ -51,6 +51,8 @@ EXAMPLE_CALLS: dict[str, list[JSONObject]] = {
         }
     ],
     "get_project_summary": [{}, {"token_budget": 400}],
+    "export_snapshot": [{}, {"path": ".context/team-copy.jsonl"}],
+    "import_snapshot": [{}, {"path": ".context/team-copy.jsonl"}],
     "deprecate_entry": [
         {"id": RECORDED_ID, "reason": "the e2e example retires the entry it recorded"}
     ],
