@@ -4,7 +4,7 @@ The ``.gitattributes`` line is committed, so every clone (and a hosting service'
 merges the snapshot with git's built-in ``union`` driver, with no per-clone setup. ctxkeeper's
 own driver writes a normalised snapshot instead; it is registered only in this clone's local
 git config and ``.git/info/attributes`` and only when a person runs ``ctxkeeper init --git``,
-since a cloned repository must never make git run a command (con-017).
+since a cloned repository must never make git run a command (con-017-5308).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The snapshot is refreshed under the store lock after a write (``auto_export``), so it rides in
 the same commit as the code. It is never written over a snapshot this clone has not seen: after
 ``git pull`` the file holds teammates' events, and overwriting it before importing them would
-drop their work from the next commit (con-014).
+drop their work from the next commit (con-014-3998).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The team snapshot's text format: one JSON object per line, deterministic, union-mergeable.
 
 A header line, the entries sorted by id, then the team events sorted by entry, time and id
-(dec-019). Nothing in it moves on an export that changed nothing (no timestamp, no counter), so
+(dec-019-6fbe). Nothing in it moves on an export that changed nothing (no timestamp, no counter), so
 a pull request's diff shows the entries that changed. Git's ``union`` merge keeps both sides'
 lines, so the reader takes lines in any order, duplicated, and with two versions of an entry;
 the events are the truth, the entry lines a readable projection of them.

@@ -4,7 +4,7 @@ Every clone is a replica. Its journal holds its own events and the ones it impor
 the identity (``event``) it was born with. An event names the versions of its entry it
 changed (``parents``), the way a git commit names its parents, so where two clones changed one
 entry at once the entry's events branch. :func:`fold` resolves every branch by one
-deterministic rule (dec-018), so any two clones holding the same events hold the same entries,
+deterministic rule (dec-018-7d31), so any two clones holding the same events hold the same entries,
 whatever order the events reached them in.
 """
 
@@ -68,7 +68,7 @@ def heads(events: Iterable[Mapping[str, JSONValue]]) -> list[Mapping[str, JSONVa
 
 
 def _precedence(event: Mapping[str, JSONValue]) -> tuple[int, int, str, str]:
-    """dec-018: a purge, then an ending (deprecated, rejected, superseded) over a live version,
+    """dec-018-7d31: a purge, then an ending (deprecated, rejected, superseded) over a live version,
     then the higher revision, the later time, the larger event id. The tips that lose stay in
     the journal, as history."""
     after = event.get("after")

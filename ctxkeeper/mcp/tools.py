@@ -338,7 +338,7 @@ def _import(store: Store, args: JSONObject) -> ToolResult:
 
     path = args.get("path")
     # Only from inside .context/, which the plugin denies the agent's Edit and Write tools: a
-    # file the agent wrote elsewhere could claim a person's approval (con-016).
+    # file the agent wrote elsewhere could claim a person's approval (con-016-feaf).
     result = import_snapshot(
         store, str(path) if path else None, actor=agent_actor(), fence="context"
     )

@@ -189,7 +189,7 @@ def _retire_restatements(
     notes: list[str],
 ) -> list[str]:
     """A tombstone this clone held wins over an entry that restates it and arrives from a
-    teammate who had not seen it retired (con-015): the arriving entry is retired too, by an
+    teammate who had not seen it retired (con-015-3e21): the arriving entry is retired too, by an
     event every clone derives alike. An entry this clone already held is left alone, since
     whoever retired the tombstone here knew it and kept it."""
     tombstones = [entry for entry in before.values() if entry.get("status") in TOMBSTONE_STATUSES]
