@@ -1,0 +1,281 @@
+"""Exporting the team snapshot: deterministic bytes, auto-export, the unseen guard, git set-up,
+the merge driver, and SessionStart's import."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ctxkeeper.cli import gitsetup, mergedriver
+from ctxkeeper.core import snapshot
+from ctxkeeper.core.errors import SnapshotError, UsageError
+from ctxkeeper.core.snapshotformat import parse
+from ctxkeeper.core.store import Store
+from ctxkeeper.write import exchange
+from ctxkeeper.write.verbs import (
+    agent_actor,
+    deprecate_entry,
+    record_entry,
+    update_entry,
+    user_actor,
+)
+
+from .conftest import REPO_ROOT, constraint_fields, decision_fields, pipeline_fields
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def _snap(store: Store) -> bytes:
+    with open(snapshot.default_path(store.dir), "rb") as handle:
+        return handle.read()
+
+
+def _clone(tmp_path: Path, name: str, source: Store) -> Store:
+    """A teammate's fresh clone: the committed files only (config and snapshot)."""
+    root = tmp_path / name
+    (root / ".context").mkdir(parents=True)
+    for file in ("config.json", "snapshot.jsonl"):
+        with open(os.path.join(source.dir, file), "rb") as handle:
+            (root / ".context" / file).write_bytes(handle.read())
+    return Store.open(str(root))
+
+
+@pytest.fixture
+def filled(store: Store) -> Store:
+    record_entry(store, "decision", decision_fields(), actor=user_actor())
+    record_entry(store, "constraint", constraint_fields(), actor=user_actor())
+    record_entry(store, "pipeline", pipeline_fields(), actor=agent_actor("s1"))
+    return store
+
+
+class TestExport:
+    def test_every_write_refreshes_the_snapshot_and_it_parses(self, filled: Store) -> None:
+        parsed = parse(_snap(filled), "snapshot.jsonl")
+        assert sorted(str(e["id"])[:3] for _, e in parsed.entries) == ["con", "dec", "pip"]
+        assert len(parsed.events) == 3
+        before = _snap(filled)
+        entry_id = next(i for i in filled.load().entries if i.startswith("dec"))
+        update_entry(
+            filled, entry_id, {"tags": ["db"]}, "tag it for the search", actor=user_actor()
+        )
+        after = _snap(filled)
+        assert after != before
+        # Only the updated entry's line changed; one event line was added beside its history.
+        old, new = before.splitlines(), after.splitlines()
+        assert len(new) == len(old) + 1
+        assert len(set(new) - set(old)) == 2
+        assert len(set(old) - set(new)) == 1
+
+    def test_an_export_that_changed_nothing_leaves_every_byte(self, filled: Store) -> None:
+        first = _snap(filled)
+        result = exchange.export_snapshot(filled)
+        assert _snap(filled) == first
+        assert result["path"] == snapshot.default_path(filled.dir)
+        assert b'"at"' in first
+        assert b"exported" not in first
+
+    def test_same_store_same_bytes_in_another_clone(self, filled: Store, tmp_path: Path) -> None:
+        theirs = _clone(tmp_path, "theirs", filled)
+        exchange.import_snapshot(theirs, actor=user_actor())
+        assert _snap(theirs) == _snap(filled)
+        assert theirs.load().entries == filled.load().entries
+
+    def test_auto_export_off_writes_no_snapshot(self, store: Store) -> None:
+        with open(store.path("config.json"), encoding="utf-8") as handle:
+            config = json.load(handle)
+        config["auto_export"] = False
+        with open(store.path("config.json"), "w", encoding="utf-8") as handle:
+            json.dump(config, handle)
+        record_entry(store, "decision", decision_fields(), actor=user_actor())
+        assert not os.path.exists(snapshot.default_path(store.dir))
+        exchange.export_snapshot(store)  # the control: on demand it is written
+        assert os.path.exists(snapshot.default_path(store.dir))
+
+    def test_never_written_over_changes_not_yet_imported(
+        self, filled: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        theirs = _clone(tmp_path, "theirs", filled)
+        exchange.import_snapshot(theirs, actor=user_actor())
+        record_entry(
+            theirs,
+            "constraint",
+            constraint_fields(rule="Never log card numbers anywhere at all"),
+            actor=user_actor(),
+        )
+        pulled = _snap(theirs)
+        with open(snapshot.default_path(filled.dir), "wb") as handle:
+            handle.write(pulled)  # what `git pull` does
+        capsys.readouterr()
+        record_entry(
+            filled,
+            "decision",
+            decision_fields(summary="Keep invoices in UTC everywhere"),
+            actor=user_actor(),
+        )
+        assert _snap(filled) == pulled
+        assert "not imported" in capsys.readouterr().err
+        with pytest.raises(SnapshotError, match="ctxkeeper import"):
+            exchange.export_snapshot(filled)
+        assert _snap(filled) == pulled
+        exchange.import_snapshot(filled, actor=user_actor())  # merges, then rewrites it
+        assert len(filled.load().entries) == 5
+        assert _snap(filled) != pulled
+
+    def test_paths_outside_context_are_refused(self, filled: Store) -> None:
+        for path in ("../x.jsonl", "/tmp/x.jsonl", "src/x.jsonl", ".context/x.txt"):
+            with pytest.raises(UsageError):
+                exchange.export_snapshot(filled, path)
+        exchange.export_snapshot(filled, ".context/copy.jsonl")  # the control
+        assert os.path.exists(os.path.join(filled.dir, "copy.jsonl"))
+
+
+class TestTombstonesAcrossClones:
+    def test_a_restatement_from_a_teammate_is_retired_and_an_unrelated_entry_stays(
+        self, store: Store, tmp_path: Path
+    ) -> None:
+        rule = constraint_fields()
+        old = record_entry(store, "constraint", rule, actor=user_actor())
+        exchange.export_snapshot(store)
+        theirs = _clone(tmp_path, "theirs", store)
+        exchange.import_snapshot(theirs, actor=user_actor())
+        deprecate_entry(
+            store, str(old["id"]), "charges moved to the provider's own retries", actor=user_actor()
+        )
+        # The teammate, not knowing, records the same rule again, and an unrelated one.
+        restated = record_entry(
+            theirs, "constraint", constraint_fields(scope=["src/payments/"]), actor=user_actor()
+        )
+        other = record_entry(theirs, "decision", decision_fields(), actor=user_actor())
+        with open(snapshot.default_path(store.dir), "ab") as handle:
+            handle.write(_snap(theirs))  # a union merge: both sides' lines
+        report = exchange.import_snapshot(store, actor=user_actor())
+        assert report["retired_restatements"] == [restated["id"]]
+        entries = store.load().entries
+        assert entries[str(restated["id"])]["status"] == "deprecated"
+        assert entries[str(other["id"])]["status"] == "active"
+        # The teammate receives the retirement as an event, not by re-deciding it.
+        with open(snapshot.default_path(theirs.dir), "ab") as handle:
+            handle.write(_snap(store))
+        exchange.import_snapshot(theirs, actor=user_actor())
+        assert theirs.load().entries == store.load().entries
+
+
+class TestGitSetup:
+    def test_init_adds_the_union_line_once_and_keeps_the_rest(self, project: Path) -> None:
+        (project / ".gitattributes").write_bytes(b"*.png binary")
+        for _ in range(2):
+            done = subprocess.run(
+                [sys.executable, "-m", "ctxkeeper", "init", "--project-dir", str(project)],
+                capture_output=True, text=True, cwd=REPO_ROOT, check=False,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr
+        text = (project / ".gitattributes").read_text()
+        assert text.startswith("*.png binary\n")
+        assert text.count(gitsetup.UNION_LINE) == 1
+
+    def test_init_git_needs_a_person_at_a_terminal(self, project: Path) -> None:
+        subprocess.run(["git", "init", "-q", str(project)], check=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "ctxkeeper", "init", "--git", "--project-dir", str(project)],
+            capture_output=True, text=True, cwd=REPO_ROOT, stdin=subprocess.DEVNULL, check=False,
+        )  # fmt: skip
+        assert done.returncode == 2
+        assert "terminal" in done.stderr
+        config = subprocess.run(
+            ["git", "-C", str(project), "config", "--local", "--get-regexp", "merge"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert "ctxkeeper" not in config.stdout
+        gitsetup.register_driver(str(project))  # the control: registered when asked
+        config = subprocess.run(
+            ["git", "-C", str(project), "config", "--local", "merge.ctxkeeper.driver"],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        assert config.stdout.strip().endswith("%O %A %B")
+        info = project / ".git" / "info" / "attributes"
+        assert gitsetup.DRIVER_LINE in info.read_text()
+        assert gitsetup.DRIVER_LINE not in (project / ".gitattributes").read_text()
+
+
+class TestMergeDriver:
+    def test_the_merge_is_normal_and_the_same_from_either_side(
+        self, filled: Store, tmp_path: Path
+    ) -> None:
+        theirs = _clone(tmp_path, "theirs", filled)
+        exchange.import_snapshot(theirs, actor=user_actor())
+        record_entry(
+            theirs,
+            "constraint",
+            constraint_fields(rule="Never log card numbers anywhere at all"),
+            actor=user_actor(),
+        )
+        record_entry(
+            filled,
+            "decision",
+            decision_fields(summary="Keep invoices in UTC everywhere"),
+            actor=user_actor(),
+        )
+        ours_bytes, theirs_bytes = _snap(filled), _snap(theirs)
+        one = mergedriver.merged(ours_bytes, theirs_bytes, "agent")
+        two = mergedriver.merged(theirs_bytes, ours_bytes, "agent")
+        assert one == two
+        exchange.import_snapshot(filled, actor=user_actor())  # unchanged file: nothing new
+        path = tmp_path / "ours.jsonl"
+        path.write_bytes(ours_bytes)
+        (tmp_path / "theirs.jsonl").write_bytes(theirs_bytes)
+        assert mergedriver.main(["/dev/null", str(path), str(tmp_path / "theirs.jsonl")]) == 0
+        assert path.read_bytes() == one
+        assert len(parse(one, "merged").entries) == 5
+
+    def test_a_side_it_cannot_read_is_merged_line_by_line(self, tmp_path: Path) -> None:
+        ours = tmp_path / "ours"
+        ours.write_bytes(b'{"ctxkeeper_snapshot":1}\nnot json\n')
+        theirs = tmp_path / "theirs"
+        theirs.write_bytes(b'{"ctxkeeper_snapshot":1}\n{"entry":{}}\n')
+        assert mergedriver.main(["/dev/null", str(ours), str(theirs)]) == 0
+        assert ours.read_bytes() == b'{"ctxkeeper_snapshot":1}\nnot json\n{"entry":{}}\n'
+
+
+class TestSessionStart:
+    def _run(self, root: str) -> dict[str, object]:
+        payload = {
+            "session_id": "s",
+            "hook_event_name": "SessionStart",
+            "source": "startup",
+            "cwd": root,
+        }
+        env = {**os.environ, "CLAUDE_PROJECT_DIR": root}
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", os.path.join(REPO_ROOT, "hooks", "session_start.py")],
+            input=json.dumps(payload), capture_output=True, text=True, env=env, check=True,
+        )  # fmt: skip
+        return json.loads(done.stdout) if done.stdout else {}
+
+    def test_a_fresh_clone_imports_once_and_says_what_arrived(
+        self, filled: Store, tmp_path: Path
+    ) -> None:
+        theirs = _clone(tmp_path, "theirs", filled)
+        first = self._run(theirs.root)
+        assert "from the team snapshot: 3 new entries" in str(first.get("systemMessage"))
+        assert "1 await review" in str(first.get("systemMessage"))
+        assert theirs.load().entries == filled.load().entries
+        second = self._run(theirs.root)
+        assert "team snapshot" not in str(second.get("systemMessage"))
+        assert "awaiting review" in str(second.get("systemMessage"))  # the control still shows
+
+    def test_a_bad_snapshot_is_reported_and_changes_nothing(
+        self, filled: Store, tmp_path: Path
+    ) -> None:
+        theirs = _clone(tmp_path, "theirs", filled)
+        with open(snapshot.default_path(theirs.dir), "ab") as handle:
+            handle.write(b'{"journal": 12}\n')
+        answer = self._run(theirs.root)
+        assert "was not imported" in str(answer.get("systemMessage"))
+        assert ":8:" in str(answer.get("systemMessage"))
+        assert not os.path.exists(theirs.path("journal.jsonl"))
