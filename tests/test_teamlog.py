@@ -56,12 +56,12 @@ class TestTeamEvents:
         assert all("seq" not in e and "before" not in e for e in events)
 
     def test_an_imported_record_keeps_its_parents_and_a_resolution_is_not_shared(self) -> None:
-        resolution = {
+        resolution: JSONObject = {
             **_event("r", _entry(revision=2)),
             "op": "import",
             "resolves": ["b" * 16, "c" * 16],
         }
-        records = [
+        records: list[JSONObject] = [
             _event("a", _entry(), op="record"),
             _event("b", _entry(revision=2), parents=["a"]),
             _event("c", _entry(revision=2), parents=["a"]),
