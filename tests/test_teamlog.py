@@ -160,3 +160,41 @@ def test_fold_is_the_same_for_every_order_of_the_same_events() -> None:
     folds = [teamlog.fold(list(order), "agent") for order in itertools.permutations(events)]
     assert all(fold == folds[0] for fold in folds)
     assert sorted(folds[0]) == ["con-001-aaaa", "dec-002-cccc"]
+
+
+class TestPendingChangesAcrossBranches:
+    def _with_change(self, revision: int, change: str) -> JSONObject:
+        return {
+            **_entry(revision=revision),
+            "pending_changes": [{"change": change, "op": "update"}],
+        }
+
+    def test_a_proposal_on_the_losing_tip_is_carried_to_the_winner(self) -> None:
+        root = _event("a", _entry(), op="record")
+        proposed = _event("b", self._with_change(1, "chg-00000001"), parents=["a"], actor=AGENT)
+        edited = _event("c", _entry(revision=2, rule="edited"), parents=["a"])
+        value, _ = teamlog.resolve([root, proposed, edited], "agent")
+        assert value is not None
+        assert value["rule"] == "edited"
+        assert value["pending_changes"] == [{"change": "chg-00000001", "op": "update"}]
+
+    def test_a_proposal_the_winner_decided_is_not_carried_back(self) -> None:
+        root = _event("a", _entry(), op="record")
+        proposed = _event("b", self._with_change(1, "chg-00000001"), parents=["a"], actor=AGENT)
+        late = "2026-12-01T12:00:00Z"
+        rejected = _event("c", _entry(rule="kept"), parents=["b"], op="reject_change", at=late)
+        # A teammate still held the proposal and proposed a second change next to it.
+        both = {
+            **_entry(),
+            "pending_changes": [
+                {"change": "chg-00000001", "op": "update"},
+                {"change": "chg-00000002", "op": "update"},
+            ],
+        }
+        other = _event("e", both, parents=["b"], actor=AGENT)
+        value, tips = teamlog.resolve([root, proposed, rejected, other], "agent")
+        assert tips == ["c" * 16, "e" * 16]
+        assert value is not None
+        assert value["rule"] == "kept"
+        # The rejected proposal stays rejected; the one nobody decided survives the merge.
+        assert value["pending_changes"] == [{"change": "chg-00000002", "op": "update"}]

@@ -26,6 +26,8 @@ EVENT_FIELDS: Final = ("version", "event", "at", "actor", "op", "id", "after", "
 RESOLVES: Final = "resolves"
 #: Statuses that end an entry's life: they win over a concurrent version that is still live.
 _TERMINAL: Final = frozenset({"deprecated", "rejected", "superseded"})
+#: The entry field holding the agent's proposed changes (ctxkeeper.core.changes).
+PENDING: Final = "pending_changes"
 #: The statuses a person must have stood behind (see :func:`justified_status`).
 _NEEDS_A_PERSON: Final = frozenset({"active"})
 
@@ -105,7 +107,50 @@ def resolve(
     best = max(tips, key=_precedence)
     after = best.get("after")
     value = justified_status(after, group, review) if isinstance(after, dict) else None
+    if value is not None and value.get("status") not in _TERMINAL and len(tips) > 1:
+        carried = _carried_changes(best, tips, group)
+        if carried:
+            value = {**value, PENDING: [*_pending(value), *carried]}
     return value, sorted(str(tip.get("event")) for tip in tips)
+
+
+def _carried_changes(
+    best: Mapping[str, JSONValue],
+    tips: list[Mapping[str, JSONValue]],
+    group: list[Mapping[str, JSONValue]],
+) -> list[JSONValue]:
+    """The agent's pending changes on the losing tips that the winning line of history never
+    held: a concurrent edit must not silently drop a proposal awaiting a person (a person who
+    saw and decided it removed it, and then it is not carried back)."""
+    by_id = {str(event.get("event")): event for event in group}
+    seen: set[str] = set()
+    stack, visited = [best], set()
+    while stack:
+        event = stack.pop()
+        key = str(event.get("event"))
+        if key in visited:
+            continue
+        visited.add(key)
+        after = event.get("after")
+        seen.update(_change_id(c) for c in _pending(after if isinstance(after, dict) else {}))
+        stack.extend(by_id[str(p)] for p in _parents(event) if str(p) in by_id)
+    carried: list[JSONValue] = []
+    for tip in sorted(tips, key=lambda t: str(t.get("event"))):
+        after = tip.get("after")
+        for change in _pending(after if isinstance(after, dict) else {}):
+            if _change_id(change) not in seen:
+                seen.add(_change_id(change))
+                carried.append(change)
+    return carried
+
+
+def _pending(entry: Mapping[str, JSONValue]) -> list[JSONValue]:
+    items = entry.get(PENDING)
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+
+
+def _change_id(change: JSONValue) -> str:
+    return str(change.get("change")) if isinstance(change, dict) else ""
 
 
 def by_entry(events: Iterable[Mapping[str, JSONValue]]) -> dict[str, list[Mapping[str, JSONValue]]]:
