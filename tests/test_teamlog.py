@@ -184,7 +184,7 @@ class TestPendingChangesAcrossBranches:
         late = "2026-12-01T12:00:00Z"
         rejected = _event("c", _entry(rule="kept"), parents=["b"], op="reject_change", at=late)
         # A teammate still held the proposal and proposed a second change next to it.
-        both = {
+        both: JSONObject = {
             **_entry(),
             "pending_changes": [
                 {"change": "chg-00000001", "op": "update"},
