@@ -279,3 +279,44 @@ class TestSessionStart:
         assert "was not imported" in str(answer.get("systemMessage"))
         assert ":8:" in str(answer.get("systemMessage"))
         assert not os.path.exists(theirs.path("journal.jsonl"))
+
+
+class TestPatchedRefresh:
+    def test_every_refresh_gives_the_bytes_of_a_full_export(
+        self, filled: Store, tmp_path: Path
+    ) -> None:
+        from ctxkeeper.cli.review import decide
+        from ctxkeeper.core import teamlog
+        from ctxkeeper.core.snapshotformat import render
+        from ctxkeeper.core.snapshotpatch import patched
+
+        ids = sorted(filled.load().entries)
+        con, dec, pip = ids
+        steps = [
+            lambda: update_entry(
+                filled, dec, {"tags": ["db"]}, "tag it for search", actor=user_actor()
+            ),
+            lambda: update_entry(
+                filled, con, {"tags": ["x"]}, "an agent's proposed change", actor=agent_actor()
+            ),
+            lambda: decide(filled, "approve", [pip], actor=user_actor(), reason=""),
+            lambda: record_entry(
+                filled,
+                "decision",
+                decision_fields(summary="Keep invoices in UTC everywhere"),
+                actor=user_actor(),
+                supersedes=[dec],
+            ),
+            lambda: deprecate_entry(
+                filled, con, "charges moved to the provider's own retries", actor=user_actor()
+            ),
+        ]
+        for step in steps:
+            old, seen = _snap(filled), len(filled.read_journal())
+            step()
+            new = _snap(filled)
+            records = filled.read_journal()
+            entries = filled.load().entries
+            assert patched(old, records[seen:], entries) == new
+            assert render(entries.values(), teamlog.team_events(records)) == new
+            assert new != old

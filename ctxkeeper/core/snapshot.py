@@ -17,10 +17,11 @@ from typing import Final
 from ctxkeeper.core import fsutil, teamlog
 from ctxkeeper.core.errors import SnapshotError, StoreError
 from ctxkeeper.core.snapshotformat import SNAPSHOT_FILE, parse, render
+from ctxkeeper.core.snapshotpatch import CannotPatchError, patched
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable, Mapping
 
     from ctxkeeper.core._types import JSONObject, JSONValue
 
@@ -134,12 +135,30 @@ def write(
 
 
 def auto_refresh(
-    context_dir: str, entries: Iterable[JSONObject], records: Iterable[JSONObject]
+    context_dir: str,
+    entries: Mapping[str, JSONObject],
+    committed: list[JSONObject] | None,
+    read_journal: Callable[[], list[JSONObject]],
 ) -> None:
     """Refresh the default snapshot after a write; a problem is a notice, never a failure (the
-    write itself is recorded)."""
+    write itself is recorded).
+
+    :param committed: the journal records the write appended, when they are all that changed
+        since the snapshot was last written: the file is then patched, not rebuilt.
+    """
+    target = default_path(context_dir)
     try:
-        write(context_dir, entries, records)
+        old = fsutil.read_bytes(target)
+        if committed is not None and old is not None and not unseen(context_dir, target):
+            try:
+                data = patched(old, committed, entries)
+            except CannotPatchError:
+                pass  # not laid out as written here (an older version): rebuild it
+            else:
+                fsutil.write_atomic(target, data)
+                remember(context_dir, target, data)
+                return
+        write(context_dir, entries.values(), read_journal())
     except (SnapshotError, OSError) as exc:
         detail = exc.strerror if isinstance(exc, OSError) else str(exc)
         print(f"ctxkeeper: the team snapshot was not refreshed: {detail}", file=sys.stderr)

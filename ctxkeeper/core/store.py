@@ -281,11 +281,19 @@ class Store:
             txn = Transaction(state, config, manual)
             yield txn
             wrote = bool(txn.events or manual or behind)
-            if wrote:
-                self._commit(state, [*manual], txn.events)
-            self._after_commit(txn, state, refresh=wrote and config.auto_export)
+            committed = self._commit(state, [*manual], txn.events) if wrote else []
+            refresh = wrote and config.auto_export
+            # Records a crash left unapplied may be missing from the snapshot too: rebuild it.
+            self._after_commit(txn, state, None if behind else committed, refresh=refresh)
 
-    def _after_commit(self, txn: Transaction, state: State, *, refresh: bool) -> None:
+    def _after_commit(
+        self,
+        txn: Transaction,
+        state: State,
+        committed: list[JSONObject] | None,
+        *,
+        refresh: bool,
+    ) -> None:
         """Still under the lock: remember an imported snapshot, then write the team snapshot
         (explicitly asked for, or refreshed after a write under ``auto_export``)."""
         if txn.snapshot_read is None and txn.export_to is None and not refresh:
@@ -300,7 +308,7 @@ class Store:
             force = txn.snapshot_read is not None
             snapshot.write(self.dir, entries, self.read_journal(), path=txn.export_to, force=force)
         elif refresh:
-            snapshot.auto_refresh(self.dir, entries, self.read_journal())
+            snapshot.auto_refresh(self.dir, state.entries, committed, self.read_journal)
 
     def _recovered(self) -> tuple[State, bool]:
         """The state under the lock, caught up with the journal; True when the entry file is
@@ -349,7 +357,10 @@ class Store:
             for entry_id in changed
         ]
 
-    def _commit(self, state: State, manual: list[JSONObject], events: list[JSONObject]) -> None:
+    def _commit(
+        self, state: State, manual: list[JSONObject], events: list[JSONObject]
+    ) -> list[JSONObject]:
+        """Append the records to the journal, then write the entries; return the records."""
         jpath = self.path(JOURNAL_FILE)
         records: list[JSONObject] = []
         seq, head = state.seq, state.head
@@ -383,6 +394,7 @@ class Store:
                 f"recorded; the entry file will be rebuilt from the journal "
                 f"({ENTRIES_FILE} could not be written: {getattr(exc, 'strerror', None) or exc})"
             )
+        return records
 
     def _write_entries(self, state: State) -> None:
         fsutil.write_atomic(self.path(ENTRIES_FILE), render_entries_document(state))

@@ -18,9 +18,11 @@ if TYPE_CHECKING:
 
     from ctxkeeper.core._types import JSONObject, JSONValue
 
-#: The fields of an event as the team shares it. The rest of a journal record is this clone's
-#: (``seq``, ``prev``, ``hash``, ``tx``), and ``before`` follows from the parents.
-EVENT_FIELDS: Final = ("version", "event", "at", "actor", "op", "id", "after", "reason", "parents")
+#: The fields of an event as the team shares it, in the snapshot's order: the sort key first, so
+#: a line's place is read from its first bytes (ctxkeeper.core.snapshotpatch). The rest of a
+#: journal record is this clone's (``seq``, ``prev``, ``hash``, ``tx``), and ``before`` follows
+#: from the parents.
+EVENT_FIELDS: Final = ("id", "at", "event", "version", "op", "actor", "reason", "parents", "after")
 #: A local record that moved an entry to the resolved version of its branches after an import
 #: carries the versions it resolved here; it is this clone's bookkeeping, never shared.
 RESOLVES: Final = "resolves"
