@@ -28,6 +28,7 @@ from .conftest import REPO_ROOT, constraint_fields, decision_fields, pipeline_fi
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
 
@@ -292,7 +293,7 @@ class TestPatchedRefresh:
 
         ids = sorted(filled.load().entries)
         con, dec, pip = ids
-        steps = [
+        steps: list[Callable[[], object]] = [
             lambda: update_entry(
                 filled, dec, {"tags": ["db"]}, "tag it for search", actor=user_actor()
             ),
