@@ -63,7 +63,9 @@ def remember(context_dir: str, path: str, data: bytes) -> None:
     seen = _read_seen(context_dir)
     seen[os.path.abspath(path)] = {"sha256": digest(data), "identity": _identity(path)}
     os.makedirs(os.path.dirname(_seen_path(context_dir)), exist_ok=True)
-    fsutil.write_atomic(_seen_path(context_dir), json.dumps(seen, sort_keys=True).encode())
+    # A derived cache: if a crash loses it, the next session start imports again (idempotent).
+    document = json.dumps(seen, sort_keys=True).encode()
+    fsutil.write_atomic(_seen_path(context_dir), document, durable=False)
 
 
 def unseen(context_dir: str, path: str) -> bool:
