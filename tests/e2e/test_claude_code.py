@@ -402,3 +402,35 @@ class TestHostileProject:
         assert "SessionStart hook additional context" in session.sent(0)
         # ...and none of the project's look-alike modules was imported or run.
         assert sorted(p.name for p in project.iterdir() if p.name.startswith("ran-")) == []
+
+
+class TestTeamSnapshot:
+    def test_a_fresh_clone_imports_at_session_start_and_the_gate_holds(
+        self, tmp_path: Path
+    ) -> None:
+        (tmp_path / "a").mkdir()
+        (tmp_path / "b").mkdir()
+        teammate = Workspace(tmp_path / "a")
+        teammate.cli("init")
+        rule_id = add_constraint(teammate, MIGRATION_RULE, MIGRATION_REASON, "hard", "db/")
+        # What a fresh clone holds: the committed files only, no working store.
+        clone = Workspace(tmp_path / "b")
+        (clone.project / ".context").mkdir()
+        for name in ("config.json", ".gitignore", "snapshot.jsonl"):
+            shutil.copy(teammate.project / ".context" / name, clone.project / ".context" / name)
+        migration = clone.project / "db" / "0003.sql"
+        session = clone.run(
+            [
+                [ToolCall("Write", {"file_path": str(migration), "content": "-- 0003\n"})],
+                [ToolCall("Write", {"file_path": str(migration), "content": "-- 0003\n"})],
+                "done",
+            ]
+        )
+        assert MIGRATION_RULE in session.sent(0)  # the summary, from the imported store
+        denial = session.tool_result(0)
+        assert denial.get("is_error") is True, denial
+        assert MIGRATION_REASON in session.tool_text(0)
+        assert not session.tool_result(1).get("is_error"), session.tool_text(1)
+        assert migration.read_text(encoding="utf-8") == "-- 0003\n"
+        assert [e["id"] for e in entries(clone)] == [rule_id]
+        assert entries(clone) == entries(teammate)
