@@ -1,0 +1,133 @@
+"""Terminal output for people: colour and aligned tables on a terminal, plain text in a pipe.
+
+Colour is on only when stdout is a terminal, ``NO_COLOR`` is unset or empty (no-color.org),
+``TERM`` is not ``dumb`` and ``--no-color`` was not given. Every styled string has a plain twin
+(``strip``), so tests and pipes see the same text without the escape codes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+import unicodedata
+from typing import Final
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import TextIO
+
+_CODES: Final = {
+    "bold": "1",
+    "dim": "2",
+    "red": "31",
+    "green": "32",
+    "yellow": "33",
+    "blue": "34",
+    "magenta": "35",
+    "cyan": "36",
+}
+#: How each status reads at a glance.
+STATUS_STYLE: Final = {
+    "active": "green",
+    "proposed": "yellow",
+    "superseded": "dim",
+    "deprecated": "red",
+    "rejected": "red",
+}
+_ESCAPE: Final = re.compile(r"\x1b\[[0-9;]*m")
+DEFAULT_WIDTH: Final = 80
+
+
+class Style:
+    """Whether to colour, decided once per command from the stream and the environment."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    @classmethod
+    def for_stream(cls, stream: TextIO | None = None, *, no_color: bool = False) -> Style:
+        stream = stream if stream is not None else sys.stdout
+        isatty = getattr(stream, "isatty", None)
+        enabled = (
+            not no_color
+            and not os.environ.get("NO_COLOR")
+            and os.environ.get("TERM") != "dumb"
+            and callable(isatty)
+            and bool(isatty())
+        )
+        return cls(enabled)
+
+    def __call__(self, text: str, *styles: str) -> str:
+        codes = [_CODES[name] for name in styles if name in _CODES]
+        if not self.enabled or not codes:
+            return text
+        return f"\x1b[{';'.join(codes)}m{text}\x1b[0m"
+
+    def status(self, status: str) -> str:
+        return self(status, STATUS_STYLE.get(status, ""))
+
+
+def strip(text: str) -> str:
+    """``text`` without colour codes."""
+    return _ESCAPE.sub("", text)
+
+
+def width(stream: TextIO | None = None) -> int:
+    """Columns to lay out for: the terminal's, else ``COLUMNS``, else 80."""
+    stream = stream if stream is not None else sys.stdout
+    try:
+        if stream.isatty():
+            return max(40, os.get_terminal_size(stream.fileno()).columns)
+    except (AttributeError, OSError, ValueError):
+        pass
+    return max(40, shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns)
+
+
+def cells(text: str) -> int:
+    """Terminal columns ``text`` takes (wide East Asian characters take two; codes none)."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in strip(text))
+
+
+def clip(text: str, room: int) -> str:
+    """``text`` cut to ``room`` columns with an ellipsis (plain text only)."""
+    if cells(text) <= room:
+        return text
+    out, used = [], 0
+    for char in text:
+        size = 2 if unicodedata.east_asian_width(char) in "WF" else 1
+        if used + size > room - 1:
+            break
+        out.append(char)
+        used += size
+    return "".join(out) + "…"
+
+
+def table(rows: Sequence[Sequence[str]], *, room: int = DEFAULT_WIDTH, header: bool = True) -> str:
+    """Rows aligned in columns; the last column is clipped so each line fits ``room``.
+
+    Cells may carry colour codes: alignment counts what shows, not the codes.
+    """
+    if not rows:
+        return ""
+    count = max(len(row) for row in rows)
+    widths = [max((cells(row[i]) for row in rows if i < len(row)), default=0) for i in range(count)]
+    lines = []
+    for number, row in enumerate(rows):
+        parts = []
+        used = 0
+        for index, cell in enumerate(row):
+            if index == len(row) - 1:
+                plain = strip(cell)
+                rest = max(8, room - used)
+                parts.append(cell if cells(plain) <= rest else clip(plain, rest))
+            else:
+                parts.append(cell + " " * (widths[index] - cells(cell) + 2))
+                used += widths[index] + 2
+        line = "".join(parts).rstrip()
+        lines.append(line)
+        if header and number == 0:
+            lines.append("-" * min(room, max(cells(line), 1)))
+    return "\n".join(lines)
