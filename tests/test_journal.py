@@ -94,7 +94,7 @@ class TestRecordChecks:
     @pytest.mark.parametrize(
         ("change", "message", "future"),
         [
-            pytest.param({"version": 2}, "written by a newer ctxkeeper", True, id="future-version"),
+            pytest.param({"version": 3}, "written by a newer ctxkeeper", True, id="future-version"),
             pytest.param({"op": "promote"}, "unknown op 'promote'", False, id="unknown-op"),
             pytest.param({"id": None}, "no entry id", False, id="no-id"),
             pytest.param({"after": "text"}, "neither an entry nor null", False, id="bad-after"),

@@ -580,7 +580,16 @@ def _human(args: _Args) -> int:
         assert isinstance(entry, dict)
         change = f" {item['change']}" if item.get("change") else ""
         lines.append(f"{item['action']}{change}: {render.one_line(entry)}")
-    return _emit(args, {"results": [item["entry"] for item in done]}, "\n".join(lines))
+    data: JSONObject = {"results": [item["entry"] for item in done]}
+    if args.command == "purge":
+        from ctxkeeper.cli import forget
+
+        purged = done[0]["entry"]
+        assert isinstance(purged, dict)
+        found = forget.report(store, args.id, forget.texts_of(purged))
+        lines += found
+        data["report"] = list(found)
+    return _emit(args, data, "\n".join(lines))
 
 
 def _doctor(args: _Args) -> int:

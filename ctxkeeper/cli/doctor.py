@@ -26,6 +26,7 @@ from ctxkeeper.core.store import (
     State,
     Store,
     entry_shape_problem,
+    note_purges,
     parse_entries_document,
     render_entries_document,
 )
@@ -365,12 +366,15 @@ def _repair(store: Store, found: _Findings, actor: JSONObject) -> Report:
             if found.entries_bytes is not None:
                 done.backups.append(_backup(epath, found.entries_bytes, "corrupt"))
             state = State(entries=_fold(records))
+            note_purges(records, state.purged)
             done.notes.append(f"rebuilt {ENTRIES_FILE} from {len(records)} journal records")
         else:
             state = found.state
             expected = state.journal_bytes
             # Records past what the entry file had applied are newer writes: keep them.
-            journal.fold([r for r in records if _seq(r) > state.seq], state.entries)
+            newer = [r for r in records if _seq(r) > state.seq]
+            journal.fold(newer, state.entries)
+            note_purges(newer, state.purged)
         state.seq = _seq(records[-1]) if records else 0
         state.head = str(records[-1]["hash"]) if records else journal.GENESIS
         resealed = bool(found.chain)

@@ -14,7 +14,7 @@ import sys
 from ctxkeeper.core import fsutil, teamlog
 from ctxkeeper.core.config import parse_config
 from ctxkeeper.core.errors import CtxkeeperError
-from ctxkeeper.core.snapshotformat import normal_entry, normal_event, parse, render
+from ctxkeeper.core.snapshotformat import normal_entry, parse, render, same_event
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ def merged(ours: bytes, theirs: bytes, review: str) -> bytes:
         side = parse(data, name)
         for event_id, (line, event) in side.events.items():
             kept = events.setdefault(event_id, event)
-            if normal_event(kept) != normal_event(event):
+            if not same_event(kept, event):
                 raise CtxkeeperError(f"{name}:{line}: event {event_id} differs between the sides")
         for _, entry in side.entries:
             loose.setdefault(str(normal_entry(entry)), entry)

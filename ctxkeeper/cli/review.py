@@ -18,7 +18,7 @@ from ctxkeeper.core.changes import (
     supersessions_by,
     without_change,
 )
-from ctxkeeper.core.errors import StateError, UsageError
+from ctxkeeper.core.errors import NotFoundError, StateError, UsageError
 from ctxkeeper.core.model import (
     LIVE_STATUSES,
     TOMBSTONE_STATUSES,
@@ -29,7 +29,7 @@ from ctxkeeper.core.model import (
 )
 from ctxkeeper.core.store import Transaction
 from ctxkeeper.read import render
-from ctxkeeper.write.capture import check_candidate
+from ctxkeeper.write.capture import check_candidate, value_digest
 from ctxkeeper.write.verbs import require_editable, set_status
 
 TYPE_CHECKING = False
@@ -77,7 +77,8 @@ def decide(
     at = times.now_iso()
     if dry_run:
         store.require()
-        return run(Transaction(store.load(), store.config()), ids, actor, why, at)
+        dry = Transaction(store.load(), store.config(), read_journal=store.read_journal)
+        return run(dry, ids, actor, why, at)
     with store.transaction() as tx:
         return run(tx, ids, actor, why, at)
 
@@ -277,6 +278,7 @@ def _apply_change(
             tx.entries.values(),
             floors=tx.config.floors,
             exclude=[entry_id],
+            purged=tx.state.purged,
         )
         after = ordered({**base, **clean, "updated_at": at, "revision": revision_of(current) + 1})
         text = "\n".join([text, *render.field_diff(base, after)])
@@ -392,16 +394,46 @@ def _lift(
 def _purge(
     tx: Transaction, ids: list[str], actor: JSONObject, reason: str, at: str
 ) -> list[JSONObject]:
+    """Remove an entry and its text (dec-020-b077): the entry goes, every journal record of it keeps
+    only digests, and a digest of its value keeps refusing a re-record. An id a teammate
+    purged (gone here, its text still in this journal) has its records redacted the same way."""
     [entry_id] = ids
-    before = tx.get(check_id(entry_id))
+    check_id(entry_id)
+    before = tx.entries.get(entry_id)
     done: list[JSONObject] = []
+    if before is None:
+        last = _last_readable_value(tx, entry_id)
+        if last is None:
+            raise NotFoundError(entry_id)
+        line = f"purge the text {entry_id} still has in this journal (it left the store already): "
+        blocks: JSONObject = {"value_sha256": value_digest(last), "at": at}
+        tx.put("purge", entry_id, None, actor=actor, reason=reason, at=at, extra={"blocks": blocks})
+        tx.redact.add(entry_id)
+        return [_decision("purge", last, line + render.headline(last))]
     # A purged successor's proposed supersessions would point at nothing; drop them first.
     for old_id, change in supersessions_by(tx.entries.values(), entry_id):
         done.append(_drop_change(tx, old_id, change, actor, reason, at, set()))
-    tx.put("purge", entry_id, None, actor=actor, reason=reason, at=at)
-    line = f"purge {entry_id} from the store (the journal keeps its history): "
+    blocks = {"value_sha256": value_digest(before), "at": at}
+    tx.put("purge", entry_id, None, actor=actor, reason=reason, at=at, extra={"blocks": blocks})
+    tx.redact.add(entry_id)
+    line = f"purge {entry_id} and its text from the store, the journal and the snapshot: "
     done.insert(0, _decision("purge", before, line + render.headline(before)))
     return done
+
+
+def _last_readable_value(tx: Transaction, entry_id: str) -> JSONObject | None:
+    """The last value of ``entry_id`` this journal still holds in full, if any."""
+    from ctxkeeper.core.journal import is_redacted
+
+    found: JSONObject | None = None
+    for record in tx.read_journal():
+        if record.get("id") != entry_id:
+            continue
+        for name in ("before", "after"):
+            value = record.get(name)
+            if isinstance(value, dict) and not is_redacted(value):
+                found = value
+    return found
 
 
 _DECIDERS: Final[

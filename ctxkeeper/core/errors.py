@@ -137,10 +137,14 @@ class PreviouslyRejectedError(CtxkeeperError):
         self.status = status
         self.reason = reason
         self.similarity = similarity
+        advice = (
+            "it stays refused"
+            if status == "purged"
+            else f"if circumstances changed, ask a person to run `ctxkeeper lift {tombstone_id}`"
+        )
         super().__init__(
             f"previously_rejected: this matches {tombstone_id} ({status}; similarity "
-            f"{similarity:.2f}). Its reason: {reason} -- Do not re-record it; if circumstances "
-            f"changed, ask a person to run `ctxkeeper lift {tombstone_id}`."
+            f"{similarity:.2f}). Its reason: {reason} -- Do not re-record it; {advice}."
         )
 
 

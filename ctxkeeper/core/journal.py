@@ -15,8 +15,14 @@ if TYPE_CHECKING:
 
     from ctxkeeper.core._types import JSONObject, JSONValue
 
-JOURNAL_VERSION: Final = 1
+#: Version 2 hashes a record's ``before``, ``after`` and ``reason`` through their digests, so a
+#: purge can replace them with the digests and the chain still verifies (dec-020-b077). Version 1
+#: records hash their full content and stay readable.
+JOURNAL_VERSION: Final = 2
 GENESIS: Final = "0" * 64
+#: What a purged value becomes in a journal record: its digest, and nothing of its text.
+REDACTED_KEY: Final = "purged_sha256"
+DIGESTED_FIELDS: Final = ("before", "after", "reason")
 OPS: Final = frozenset(
     {
         "record",
@@ -48,7 +54,31 @@ def canonical(value: JSONValue) -> bytes:
 
 def record_hash(record: Mapping[str, JSONValue]) -> str:
     body = {key: value for key, value in record.items() if key != "hash"}
+    version = record.get("version", 1)
+    if isinstance(version, int) and version >= 2:
+        for name in DIGESTED_FIELDS:
+            body[name] = value_digest(body.get(name))
     return hashlib.sha256(canonical(body)).hexdigest()
+
+
+def is_redacted(value: object) -> bool:
+    return isinstance(value, dict) and len(value) == 1 and isinstance(value.get(REDACTED_KEY), str)
+
+
+def value_digest(value: JSONValue) -> JSONValue:
+    """The digest a version-2 record hashes in place of a value (None stays None)."""
+    if value is None:
+        return None
+    if isinstance(value, dict) and is_redacted(value):
+        return value[REDACTED_KEY]
+    return hashlib.sha256(canonical(value)).hexdigest()
+
+
+def redacted(value: JSONValue) -> JSONValue:
+    """``value`` replaced by its digest (None and already-redacted values stay as they are)."""
+    if value is None or is_redacted(value):
+        return value
+    return {REDACTED_KEY: str(value_digest(value))}
 
 
 def new_tx_id() -> str:
@@ -224,11 +254,12 @@ def complete_transactions(records: list[JSONObject]) -> list[JSONObject]:
 
 
 def fold(records: Iterable[Mapping[str, JSONValue]], into: dict[str, JSONObject]) -> None:
-    """Apply records to ``into``: each leaves its ``after`` value (None removes the entry)."""
+    """Apply records to ``into``: each leaves its ``after`` value (None, or a purged value,
+    removes the entry)."""
     for record in records:
         entry_id = str(record["id"])
         after = record.get("after")
-        if isinstance(after, dict):
+        if isinstance(after, dict) and not is_redacted(after):
             into[entry_id] = after
         else:
             into.pop(entry_id, None)

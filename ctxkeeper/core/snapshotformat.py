@@ -20,7 +20,7 @@ from typing import Final
 from ctxkeeper.core import journal, secretscan, times
 from ctxkeeper.core.errors import CtxkeeperError, SnapshotError
 from ctxkeeper.core.model import ID_PATTERN, ORIGINS, TEXT_MAX, ordered, stored_problems
-from ctxkeeper.core.teamlog import EVENT_FIELDS
+from ctxkeeper.core.teamlog import EVENT_FIELDS, OPTIONAL_FIELDS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -84,12 +84,29 @@ def normal_entry(entry: Mapping[str, JSONValue]) -> JSONObject:
 
 def normal_event(event: Mapping[str, JSONValue]) -> JSONObject:
     out: JSONObject = {}
-    for name in EVENT_FIELDS:
+    names = [*EVENT_FIELDS, *(name for name in OPTIONAL_FIELDS if name in event)]
+    for name in names:
         value = event.get(name)
         if name == "after" and isinstance(value, dict):
             value = normal_entry(value)
         out[name] = _sorted(value)
     return out
+
+
+def same_event(one: Mapping[str, JSONValue], other: Mapping[str, JSONValue]) -> bool:
+    """The same event, where a purge may have replaced values by their digests in one copy."""
+    return _digest_form(one) == _digest_form(other)
+
+
+def _digest_form(event: Mapping[str, JSONValue]) -> JSONObject:
+    form = normal_event(event)
+    for name in ("after", "reason"):
+        form[name] = journal.value_digest(form.get(name))
+    return form
+
+
+def _redactions(event: Mapping[str, JSONValue]) -> int:
+    return sum(journal.is_redacted(event.get(name)) for name in ("after", "reason"))
 
 
 def _sorted(value: JSONValue) -> JSONValue:
@@ -174,14 +191,16 @@ def parse(data: bytes, path: str) -> Snapshot:
             event = _checked_event(value, path, number)
             event_id = str(event["event"])
             seen = snapshot.events.get(event_id)
-            if seen is not None and normal_event(seen[1]) != normal_event(event):
+            if seen is not None and not same_event(seen[1], event):
                 raise SnapshotError(
                     path,
                     number,
                     f"event {event_id} differs from the event with the same identity on line "
                     f"{seen[0]}; one of them was edited by hand",
                 )
-            snapshot.events.setdefault(event_id, (number, event))
+            if seen is None or _redactions(event) > _redactions(seen[1]):
+                # A purged copy beside a teammate's full one (a union merge): the text stays out.
+                snapshot.events[event_id] = (number, event)
     if not header:
         raise SnapshotError(
             path, None, f"not a ctxkeeper snapshot (no {{{HEADER_KEY!r}: ...}} header line)"
@@ -244,7 +263,7 @@ def _checked_event(value: JSONValue, path: str, number: int) -> JSONObject:
 
     if not isinstance(value, dict):
         raise fail("a journal event must be an object")
-    unknown = sorted(set(value) - set(EVENT_FIELDS))
+    unknown = sorted(set(value) - set(EVENT_FIELDS) - set(OPTIONAL_FIELDS))
     if unknown:
         raise fail(f"unknown event field {', '.join(map(repr, unknown))}")
     version = value.get("version")
@@ -271,15 +290,26 @@ def _checked_event(value: JSONValue, path: str, number: int) -> JSONObject:
         raise fail(str(exc)) from None
     _check_actor(value.get("actor"), fail)
     reason = value.get("reason")
-    if reason is not None and (not isinstance(reason, str) or len(reason) > TEXT_MAX):
+    if not (
+        reason is None
+        or journal.is_redacted(reason)
+        or (isinstance(reason, str) and len(reason) <= TEXT_MAX)
+    ):
         raise fail(f"reason must be text of at most {TEXT_MAX} characters")
     parents = value.get("parents")
     if not isinstance(parents, list) or len(parents) > MAX_PARENTS:
         raise fail(f"parents must be a list of at most {MAX_PARENTS} event identities")
     if not all(isinstance(p, str) and EVENT_ID.fullmatch(p) for p in parents):
         raise fail("parents must be event identities (16 lowercase hex digits)")
+    if "blocks" in value:
+        blocks = value["blocks"]
+        if op != "purge" or not isinstance(blocks, dict) or set(blocks) - {"value_sha256", "at"}:
+            raise fail("only a purge carries 'blocks', an object with value_sha256 and at")
+        _check_digest({journal.REDACTED_KEY: blocks.get("value_sha256")}, fail)
     after = value.get("after")
-    if after is None:
+    if journal.is_redacted(after):
+        _check_digest(after, fail)
+    elif after is None:
         if op not in ("purge", "manual_edit"):
             raise fail(f"a {op} event must carry the entry it left ('after')")
     else:
@@ -287,6 +317,12 @@ def _checked_event(value: JSONValue, path: str, number: int) -> JSONObject:
         if entry.get("id") != entry_id:
             raise fail(f"the event is about {entry_id} but its entry is {entry.get('id')}")
     return value
+
+
+def _check_digest(value: JSONValue, fail: Callable[[str], SnapshotError]) -> None:
+    digest = value.get(journal.REDACTED_KEY) if isinstance(value, dict) else None
+    if not isinstance(digest, str) or not re.fullmatch(r"[0-9a-f]{64}", digest):
+        raise fail("a purged value must be a SHA-256 digest (64 lowercase hex digits)")
 
 
 def _check_actor(actor: JSONValue, fail: Callable[[str], SnapshotError]) -> None:

@@ -85,7 +85,7 @@ def patched(
             resolved = record.get(teamlog.RESOLVES)
             current[entry_id] = [str(p) for p in resolved] if isinstance(resolved, list) else []
             continue
-        event: JSONObject = {name: record.get(name) for name in teamlog.EVENT_FIELDS}
+        event = teamlog.shared_fields(record)
         explicit = record.get("parents")
         followed = explicit if isinstance(explicit, list) else current[entry_id]
         event["parents"] = [*sorted(str(p) for p in followed)]

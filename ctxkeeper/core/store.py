@@ -25,7 +25,7 @@ from ctxkeeper.core.project import context_dir, find_root
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Callable, Iterable, Iterator, Mapping
 
     from ctxkeeper.core._types import JSONObject, JSONValue
 
@@ -73,6 +73,8 @@ class State:
     """Ids that appear more than once in ``entries.json`` (reads see the last copy)."""
     skipped: dict[str, str] = field(default_factory=dict)
     """Malformed entries left out of reads, with why (``load`` only; doctor reports them)."""
+    purged: dict[str, JSONObject] = field(default_factory=dict)
+    """Purged ids, each with the digest of its value, so a re-record of it is still refused."""
 
 
 class PurgedError(NotFoundError):
@@ -248,8 +250,9 @@ class Store:
                 f"{state.journal_bytes}, but {jpath} does not continue from there: one of them "
                 "was replaced or edited. Run `ctxkeeper doctor` to compare them."
             )
-        caught = replace(state, entries=dict(state.entries), skipped={})
+        caught = replace(state, entries=dict(state.entries), skipped={}, purged=dict(state.purged))
         journal.fold(records, caught.entries)
+        note_purges(records, caught.purged)
         caught.seq = int(str(records[-1]["seq"]))
         caught.head = str(records[-1]["hash"])
         caught.journal_bytes = view.size
@@ -278,13 +281,17 @@ class Store:
             manual: list[JSONObject] = []
             if state.hand_edited or audit_actor is not None:
                 manual = self._hand_edit_events(state, audit_actor)
-            txn = Transaction(state, config, manual)
+            txn = Transaction(state, config, manual, read_journal=self.read_journal)
             yield txn
             wrote = bool(txn.events or manual or behind)
             committed = self._commit(state, [*manual], txn.events) if wrote else []
+            if txn.redact:
+                self._redact(state, txn.redact)
             refresh = wrote and config.auto_export
-            # Records a crash left unapplied may be missing from the snapshot too: rebuild it.
-            self._after_commit(txn, state, None if behind else committed, refresh=refresh)
+            # A snapshot may be missing records a crash left unapplied, and still holds a
+            # purged entry's text: then it is rebuilt, not patched.
+            patchable = not behind and not txn.redact
+            self._after_commit(txn, state, committed if patchable else None, refresh=refresh)
 
     def _after_commit(
         self,
@@ -309,6 +316,39 @@ class Store:
             snapshot.write(self.dir, entries, self.read_journal(), path=txn.export_to, force=force)
         elif refresh:
             snapshot.auto_refresh(self.dir, state.entries, committed, self.read_journal)
+
+    def _redact(self, state: State, ids: set[str]) -> None:
+        """Replace the values and reasons of every journal record of ``ids`` by their digests
+        (a purge: honest forgetting). Version-2 records hash through those digests, so their
+        hashes stand; a version-1 record hashed its text, so the chain is resealed from the
+        first one changed. The journal is rewritten atomically."""
+        jpath = self.path(JOURNAL_FILE)
+        records = self.read_journal()
+        reseal_from: int | None = None
+        for index, record in enumerate(records):
+            if record.get("id") not in ids:
+                continue
+            keep_reason = record.get("op") == "purge"  # the person's own words for the purge
+            fields = [f for f in journal.DIGESTED_FIELDS if not (keep_reason and f == "reason")]
+            clean = {**record, **{f: journal.redacted(record.get(f)) for f in fields}}
+            if clean == record:
+                continue
+            records[index] = clean
+            if journal.record_hash(clean) != record.get("hash") and reseal_from is None:
+                reseal_from = index
+        if reseal_from is not None:
+            records = journal.reseal(records, start=reseal_from)
+        data = journal.encode(records)
+        fsutil.write_atomic(jpath, data)
+        journalfile.forget(self.path(CACHE_DIR))
+        state.head = str(records[-1]["hash"]) if records else journal.GENESIS
+        state.journal_bytes = len(data)
+        journalfile.remember_file(
+            jpath,
+            self.path(CACHE_DIR),
+            journalfile.View(state.journal_bytes, state.seq, state.head, state.journal_bytes),
+        )
+        self._write_entries(state)
 
     def _recovered(self) -> tuple[State, bool]:
         """The state under the lock, caught up with the journal; True when the entry file is
@@ -376,6 +416,7 @@ class Store:
                 raise StoreError(f"{jpath} changed while the store was locked; retry")
             start = fsutil.append_durably(jpath, data)
             journal.fold(records, state.entries)
+            note_purges(records, state.purged)
             state.seq, state.head = seq, head
             state.journal_bytes = start + len(data)
             journalfile.remember_file(
@@ -400,6 +441,14 @@ class Store:
         fsutil.write_atomic(self.path(ENTRIES_FILE), render_entries_document(state))
         # The hooks' per-edit index follows every write (they never parse the whole store).
         scopeindex.refresh(self.dir, state.entries.values())
+
+
+def note_purges(records: Iterable[Mapping[str, JSONValue]], purged: dict[str, JSONObject]) -> None:
+    """Remember the value digest each purge record keeps (its ``blocks``)."""
+    for record in records:
+        blocks = record.get("blocks")
+        if record.get("op") == "purge" and isinstance(blocks, dict):
+            purged[str(record["id"])] = blocks
 
 
 def _notice(message: str) -> None:
@@ -435,15 +484,24 @@ class Transaction:
     """Mutations staged against a locked :class:`State`; the store journals them on exit."""
 
     def __init__(
-        self, state: State, config: Config, manual_edits: list[JSONObject] | None = None
+        self,
+        state: State,
+        config: Config,
+        manual_edits: list[JSONObject] | None = None,
+        *,
+        read_journal: Callable[[], list[JSONObject]] | None = None,
     ) -> None:
         self.state = state
         self.config = config
+        self.read_journal = read_journal or list
+        """The store's journal records as committed so far (for verbs that read history)."""
         # Malformed entries stay in the file untouched but out of the write's view.
         self.entries = _readable(state).entries.copy()
         self.events: list[JSONObject] = []
         self.manual_edits = list(manual_edits or [])
         """Hand edits this transaction journals ahead of its own events."""
+        self.redact: set[str] = set()
+        """Entries whose text a purge removes from the journal once committed."""
         self.export_to: str | None = None
         """Write the team snapshot to this path once the transaction is committed."""
         self.snapshot_read: tuple[str, bytes] | None = None
@@ -466,13 +524,14 @@ class Transaction:
         reason: str | None,
         at: str,
         before: JSONObject | None = None,
-        resolves: list[str] | None = None,
+        extra: Mapping[str, JSONValue] | None = None,
     ) -> None:
         """Stage one mutation; ``after=None`` removes the entry (purge).
 
         :param before: the value to journal as the before-value when it is not the staged
             one (``doctor`` journals a hand edit against the fold of the journal).
-        :param resolves: the team versions an import settled this entry on (see teamlog).
+        :param extra: fields the op carries beside the common ones (an import's ``resolves``,
+            a purge's ``blocks``).
         """
         before = before if before is not None else self.entries.get(entry_id)
         event = journal.make_event(
@@ -484,14 +543,13 @@ class Transaction:
             reason=reason,
             at=at,
         )
-        if resolves is not None:
-            event[teamlog.RESOLVES] = list(resolves)
+        event.update(extra or {})
         self.events.append(event)
         self._stage(entry_id, after)
 
     def adopt(self, event: Mapping[str, JSONValue], before: JSONObject | None) -> None:
         """Stage a teammate's event as it was born (identity, time, actor, parents)."""
-        adopted: JSONObject = {name: event.get(name) for name in teamlog.EVENT_FIELDS}
+        adopted = teamlog.shared_fields(event)
         adopted["before"] = before
         self.events.append(adopted)
         after = event.get("after")
@@ -533,6 +591,10 @@ def parse_entries_document(data: bytes, path: str) -> State:
         journal_bytes=_int(meta.get("bytes"), path),
         hand_edited=meta.get("entries_sha256") != _entries_digest(data),
     )
+    purged = doc.get("purged", {})
+    if not isinstance(purged, dict):
+        raise StoreError(f"{path}: 'purged' must be an object of purged ids")
+    state.purged = {str(k): v for k, v in purged.items() if isinstance(v, dict)}
     for position, entry in enumerate(entries):
         entry_id = entry.get("id") if isinstance(entry, dict) else None
         if not isinstance(entry, dict) or not isinstance(entry_id, str):
@@ -574,6 +636,9 @@ def render_entries_document(state: State) -> bytes:
         },
         "entries": [ordered(state.entries[key]) for key in sorted(state.entries)],
     }
+    if state.purged:
+        # After the entries, so the digest that notices hand edits covers it too.
+        document["purged"] = {key: state.purged[key] for key in sorted(state.purged)}
     data = (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
     digest = _entries_digest(data)
     assert digest is not None

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from ctxkeeper.core.journal import is_redacted
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -23,6 +25,8 @@ if TYPE_CHECKING:
 #: journal record is this clone's (``seq``, ``prev``, ``hash``, ``tx``), and ``before`` follows
 #: from the parents.
 EVENT_FIELDS: Final = ("id", "at", "event", "version", "op", "actor", "reason", "parents", "after")
+#: Fields only some events carry, shared when present: a purge's value digest.
+OPTIONAL_FIELDS: Final = ("blocks",)
 #: A local record that moved an entry to the resolved version of its branches after an import
 #: carries the versions it resolved here; it is this clone's bookkeeping, never shared.
 RESOLVES: Final = "resolves"
@@ -54,12 +58,19 @@ def team_events(records: Iterable[Mapping[str, JSONValue]]) -> list[JSONObject]:
             current[entry_id] = list(resolved) if isinstance(resolved, list) else []
             continue
         parents = record.get("parents")
-        event: JSONObject = {name: record.get(name) for name in EVENT_FIELDS}
+        event = shared_fields(record)
         followed = parents if isinstance(parents, list) else current.get(entry_id, [])
         event["parents"] = [*sorted(str(p) for p in followed)]
         events.append(event)
         current[entry_id] = [str(record.get("event"))]
     return events
+
+
+def shared_fields(record: Mapping[str, JSONValue]) -> JSONObject:
+    """The fields of a journal record the team shares (see :data:`EVENT_FIELDS`)."""
+    event: JSONObject = {name: record.get(name) for name in EVENT_FIELDS}
+    event.update({name: record[name] for name in OPTIONAL_FIELDS if name in record})
+    return event
 
 
 def heads(events: Iterable[Mapping[str, JSONValue]]) -> list[Mapping[str, JSONValue]]:
@@ -71,12 +82,18 @@ def heads(events: Iterable[Mapping[str, JSONValue]]) -> list[Mapping[str, JSONVa
     return tips or group
 
 
+def _live_after(event: Mapping[str, JSONValue]) -> JSONObject | None:
+    """The entry an event left, or None when it removed it (a purge, or a purged value)."""
+    after = event.get("after")
+    return after if isinstance(after, dict) and not is_redacted(after) else None
+
+
 def _precedence(event: Mapping[str, JSONValue]) -> tuple[int, int, str, str]:
     """dec-018-7d31: a purge, then an ending (deprecated, rejected, superseded) over a live version,
     then the higher revision, the later time, the larger event id. The tips that lose stay in
     the journal, as history."""
-    after = event.get("after")
-    if not isinstance(after, dict):
+    after = _live_after(event)
+    if after is None:
         return (2, 0, str(event.get("at")), str(event.get("event")))
     revision = after.get("revision")
     return (
@@ -107,8 +124,8 @@ def resolve(
     group = list(events)
     tips = heads(group)
     best = max(tips, key=_precedence)
-    after = best.get("after")
-    value = justified_status(after, group, review) if isinstance(after, dict) else None
+    after = _live_after(best)
+    value = justified_status(after, group, review) if after is not None else None
     if value is not None and value.get("status") not in _TERMINAL and len(tips) > 1:
         carried = _carried_changes(best, tips, group)
         if carried:

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 from ctxkeeper.core.errors import PreviouslyRejectedError
 from ctxkeeper.core.model import clean_fields
 from ctxkeeper.core.secretscan import check_fields
-from ctxkeeper.write.similarity import matching_tombstone, possible_supersession, similar_entries
+from ctxkeeper.core.text import fingerprint
+from ctxkeeper.write.similarity import (
+    matching_tombstone,
+    possible_supersession,
+    similar_entries,
+    statement,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,6 +36,13 @@ class CaptureReport:
     """What was normalised in a way the writer should know (a "." scope made project-wide)."""
 
 
+def value_digest(entry: Mapping[str, object]) -> str:
+    """What a purge keeps of an entry: a digest of its defining text in comparable form, so the
+    same value recorded again (reworded only in case, spacing or look-alike letters) is still
+    refused once the text itself is gone."""
+    return hashlib.sha256(fingerprint(statement(entry)).encode()).hexdigest()
+
+
 def check_candidate(
     kind: str,
     fields: Mapping[str, object],
@@ -37,6 +51,7 @@ def check_candidate(
     floors: Floors,
     exclude: Collection[str] = (),
     root: str | None = None,
+    purged: Mapping[str, Mapping[str, JSONValue]] | None = None,
 ) -> tuple[JSONObject, CaptureReport]:
     """Validate a record or update candidate and return its cleaned fields and findings.
 
@@ -46,6 +61,7 @@ def check_candidate(
     :param exclude: ids not to compare against (the entry being updated, entries being
         superseded by this very write).
     :param root: the store's project root, so an absolute scope inside it is stored relative.
+    :param purged: purged ids with the digest of their value (``State.purged``).
     :raise ValidationError: a field is missing, mistyped or below its floor.
     :raise SecretDetectedError: a field holds a secret-shaped string.
     :raise PreviouslyRejectedError: the content matches a deprecated or rejected entry.
@@ -55,6 +71,16 @@ def check_candidate(
     check_fields(clean)
     candidate: JSONObject = {"kind": kind, **clean}
     others = [entry for entry in stored if entry.get("id") not in exclude]
+    if purged:
+        digest = value_digest(candidate)
+        for purged_id, record in purged.items():
+            if record.get("value_sha256") == digest and purged_id not in exclude:
+                raise PreviouslyRejectedError(
+                    purged_id,
+                    "purged",
+                    "its text was purged by a person; the value stays refused",
+                    1.0,
+                )
     tombstone = matching_tombstone(candidate, others)
     if tombstone is not None:
         entry, score = tombstone

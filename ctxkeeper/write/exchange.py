@@ -18,7 +18,7 @@ from ctxkeeper.core.errors import CtxkeeperError, SnapshotError, UsageError
 from ctxkeeper.core.journal import JOURNAL_VERSION, canonical
 from ctxkeeper.core.model import TOMBSTONE_STATUSES, clean_fields, editable_view, revision_of
 from ctxkeeper.core.snapshot import default_path
-from ctxkeeper.core.snapshotformat import Snapshot, normal_entry, normal_event, parse
+from ctxkeeper.core.snapshotformat import Snapshot, normal_entry, parse, same_event
 from ctxkeeper.write.similarity import matching_tombstone
 
 TYPE_CHECKING = False
@@ -99,7 +99,7 @@ def _merge(
         if mine is None:
             foreign.append(event)
             lines[event_id] = line
-        elif normal_event(mine) != normal_event(event):
+        elif not same_event(mine, event):
             raise SnapshotError(
                 source,
                 line,
@@ -135,6 +135,7 @@ def _merge(
         last[str(event["id"])] = str(event["event"])
     at = times.now_iso()
     for entry_id in touched:
+        resolved: list[JSONValue] = [*tips[entry_id]]
         if tx.entries.get(entry_id) != targets[entry_id] or tips[entry_id] != [last[entry_id]]:
             tx.put(
                 "import",
@@ -143,7 +144,7 @@ def _merge(
                 actor=actor,
                 reason=f"resolved {len(tips[entry_id])} version(s) from {os.path.basename(source)}",
                 at=at,
-                resolves=tips[entry_id],
+                extra={teamlog.RESOLVES: resolved},
             )
     notes.extend(_line_notes(snapshot, targets, groups))
     return _report(source, before, targets, foreign, restated, notes, tx)
@@ -303,7 +304,9 @@ def _report(
     tx: Transaction,
 ) -> JSONObject:
     added = sorted(i for i, v in targets.items() if v is not None and i not in before)
-    changed = sorted(i for i, v in targets.items() if i in before and v != before[i])
+    changed = sorted(
+        i for i, v in targets.items() if i in before and v is not None and v != before[i]
+    )
     removed = sorted(i for i, v in targets.items() if v is None and i in before)
     review: list[JSONValue] = [i for i in added if (targets[i] or {}).get("status") == "proposed"]
     return {

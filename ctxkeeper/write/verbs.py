@@ -130,6 +130,7 @@ def record_entry(
             floors=tx.config.floors,
             exclude=old_ids,
             root=store.root,
+            purged=tx.state.purged,
         )
         entry_id = tx.new_id(kind)
         entry = new_entry(
@@ -209,6 +210,7 @@ def update_entry(
             floors=tx.config.floors,
             exclude=[entry_id],
             root=store.root,
+            purged=tx.state.purged,
         )
         changed = sorted(field for field, value in clean.items() if current.get(field) != value)
         if not changed:

@@ -1,0 +1,108 @@
+"""What a purge reached and what it could not: the honest half of forgetting (dec-020-b077).
+
+A purge removes an entry's text from this clone's store, journal and snapshot. Copies it cannot
+reach are reported with what a person would run next; nothing here claims an erasure that was
+not performed, so the report is built by looking, not from what the purge meant to do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from typing import Final
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ctxkeeper.core._types import JSONValue
+    from ctxkeeper.core.store import Store
+
+#: Shorter strings (a tag, a hardness) say nothing on their own and match by accident.
+_MEANINGFUL: Final = 12
+SNAPSHOT_PATH: Final = ".context/snapshot.jsonl"
+
+
+def texts_of(entry: Mapping[str, JSONValue]) -> list[str]:
+    """The entry's own text: the strings a purge must make disappear."""
+    found: list[str] = []
+    for name, value in entry.items():
+        if name in ("id", "kind", "status", "origin", "hardness") or name.endswith("_at"):
+            continue
+        items = value if isinstance(value, list) else [value]
+        found.extend(v for v in items if isinstance(v, str) and len(v) >= _MEANINGFUL)
+    return found
+
+
+def _forms(text: str) -> list[bytes]:
+    # As written raw (UTF-8) and as a JSON string body (newlines, quotes escaped).
+    return list(dict.fromkeys([text.encode(), json.dumps(text, ensure_ascii=False)[1:-1].encode()]))
+
+
+def files_holding(directory: str, texts: list[str]) -> list[str]:
+    """Files under ``directory`` that still hold any of ``texts`` (paths relative to it)."""
+    needles = [form for text in texts for form in _forms(text)]
+    holding: list[str] = []
+    for folder, _, names in os.walk(directory):
+        for name in sorted(names):
+            path = os.path.join(folder, name)
+            try:
+                with open(path, "rb") as handle:
+                    data = handle.read()
+            except OSError:
+                continue
+            if any(needle in data for needle in needles):
+                holding.append(os.path.relpath(path, directory))
+    return sorted(holding)
+
+
+def _git(root: str, *args: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", "-C", root, *args], capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def commits_holding(root: str, texts: list[str]) -> list[str]:
+    """Commits whose snapshot added one of ``texts`` (git's pickaxe), newest first."""
+    if not texts or _git(root, "rev-parse", "--is-inside-work-tree") is None:
+        return []
+    found: dict[str, None] = {}
+    for text in texts[:3]:
+        out = _git(root, "log", "--all", "--format=%h", "-S", text, "--", SNAPSHOT_PATH)
+        for sha in (out or "").split():
+            found.setdefault(sha, None)
+    return list(found)
+
+
+def report(store: Store, entry_id: str, texts: list[str]) -> list[str]:
+    """One line per place: what now holds none of the text, and what still does."""
+    lines = []
+    holding = files_holding(store.dir, texts)
+    if holding:
+        lines.append(
+            f"still holding its text under .context/: {', '.join(holding)} (not made by this "
+            "purge's write; delete or edit these files by hand)"
+        )
+    else:
+        lines.append(
+            f"removed: no file under .context/ holds its text any more (the entries, the "
+            f"journal, where its records keep digests, and the snapshot); a re-record of "
+            f"{entry_id}'s value stays refused"
+        )
+    commits = commits_holding(store.root, texts)
+    if commits:
+        lines.append(
+            f"not reached: {len(commits)} commit(s) in git history hold it in {SNAPSHOT_PATH} "
+            f"(e.g. {commits[0]}); rewriting history takes `git filter-repo --replace-text "
+            "FILE` or BFG, then a force push every clone must follow"
+        )
+    lines.append(
+        "not reached: teammates' clones keep their copies until they pull and run "
+        f"`ctxkeeper purge {entry_id} --reason ...` themselves"
+    )
+    return lines
