@@ -81,9 +81,11 @@ def run_demo(say: Callable[[str], None]) -> int:
         ids = _record_sample(say, store)
         _delivery(say, store)
         _history(say, store, ids["decision"])
-        _agent_change_waits(say, store, ids["constraint"])
+        change = _agent_change_waits(say, store, ids["constraint"])
+        _review(say, store, change)
         _tombstone(say, store, ids["constraint"])
         _abstention(say, store)
+        _team(say, store, folder)
         say(
             "\nDone. Try it on your project: `ctxkeeper init`, then `ctxkeeper add constraint --help`."
         )
@@ -184,7 +186,7 @@ def _history(say: Callable[[str], None], store: Store, decision_id: str) -> None
     say(textwrap.indent(render.history(history), "  "))
 
 
-def _agent_change_waits(say: Callable[[str], None], store: Store, constraint_id: str) -> None:
+def _agent_change_waits(say: Callable[[str], None], store: Store, constraint_id: str) -> str:
     from ctxkeeper.read.rank import get_context
     from ctxkeeper.write.verbs import agent_actor, update_entry
 
@@ -207,6 +209,58 @@ def _agent_change_waits(say: Callable[[str], None], store: Store, constraint_id:
     say(f"  {constraint_id} in force: [{live['hardness']}] {live['rule']}")
     found = [str(i["id"]) for i in _items(get_context(store, {"path": "src/billing/charge.py"}))]
     say(f"  still delivered for src/billing/charge.py: {constraint_id in found}")
+    return str(result["change"])
+
+
+#: An agent's proposal a person turns down in the demo's review, and its rewording.
+_BAD_PROPOSAL: Final[dict[str, object]] = {
+    "rule": "Retry failed payment provider calls immediately in a tight loop",
+    "reason": "Proposed by an agent after a timeout: retrying at once seemed the fastest fix.",
+    "hardness": "soft",
+    "scope": ["src/billing/"],
+}
+_REWORDED: Final[dict[str, object]] = {
+    **_BAD_PROPOSAL,
+    "rule": "Failed payment provider calls are retried immediately, in a tight loop",
+}
+
+
+def _review(say: Callable[[str], None], store: Store, change: str) -> None:
+    from ctxkeeper.cli.review import approve, reject
+    from ctxkeeper.write.verbs import agent_actor, record_entry, user_actor
+
+    _section(
+        say,
+        "7. A person reviews",
+        "What the agent records starts proposed. In `ctxkeeper review` (an interactive queue "
+        "in the person's terminal) a person approves, rejects with a reason, or edits each "
+        "proposal; a rejected one becomes a tombstone the agent cannot record again.",
+    )
+    good = record_entry(
+        store,
+        "decision",
+        {
+            "summary": "Refunds go through the same idempotent charge client",
+            "problem": "Refund calls were written against the provider SDK directly, without keys.",
+            "why_chosen": (
+                "One client means one place that attaches idempotency keys and logs provider "
+                "errors, so refunds get the retry safety charges already have."
+            ),
+        },
+        actor=agent_actor(),
+    )
+    bad = record_entry(store, "constraint", _BAD_PROPOSAL, actor=agent_actor())
+    say(f"  agent proposed {good['id']} and {bad['id']} (status proposed)")
+    approve(store, [str(good["id"])], actor=user_actor())
+    reason = "Tight retry loops are what caused the double charges; back off instead."
+    reject(store, [str(bad["id"]), change], reason, actor=user_actor())
+    say(f"  person approved {good['id']}; rejected {bad['id']} and the change {change}")
+    try:
+        record_entry(store, "constraint", _REWORDED, actor=agent_actor())
+    except CtxkeeperError as exc:
+        say(f"  the agent records it again, reworded: refused: {exc}")
+    else:
+        raise AssertionError("a rejected proposal was recorded again")
 
 
 def _tombstone(say: Callable[[str], None], store: Store, constraint_id: str) -> None:
@@ -214,7 +268,7 @@ def _tombstone(say: Callable[[str], None], store: Store, constraint_id: str) -> 
 
     _section(
         say,
-        "7. Nothing rejected comes back",
+        "8. Nothing rejected comes back",
         "Deprecating a rule makes it a tombstone; "
         "recording the same rule again, even reworded, is refused with the reason.",
     )
@@ -242,12 +296,37 @@ def _tombstone(say: Callable[[str], None], store: Store, constraint_id: str) -> 
         say("  (the reworded rule was accepted: the tombstone threshold missed it)")
 
 
+def _team(say: Callable[[str], None], store: Store, folder: str) -> None:
+    import os
+    import shutil
+
+    from ctxkeeper.core.store import Store
+    from ctxkeeper.write.exchange import import_snapshot, summary_line
+    from ctxkeeper.write.verbs import user_actor
+
+    _section(
+        say,
+        "10. Team memory through git",
+        "Every write refreshed .context/snapshot.jsonl, the file a team commits. A teammate's "
+        "fresh clone holds only that file and config.json; its session start imports them.",
+    )
+    clone = os.path.join(folder, "teammate")
+    os.makedirs(os.path.join(clone, ".context"))
+    for name in ("config.json", "snapshot.jsonl"):
+        shutil.copy(store.path(name), os.path.join(clone, ".context", name))
+    theirs = Store.open(clone)
+    report = import_snapshot(theirs, actor=user_actor())
+    say(f"  teammate: {summary_line(report)}")
+    same = theirs.load().entries == store.load().entries
+    say(f"  both clones hold the same {len(store.load().entries)} entries: {same}")
+
+
 def _abstention(say: Callable[[str], None], store: Store) -> None:
     from ctxkeeper.read.rank import get_context
 
     _section(
         say,
-        "8. Knowing when it does not know",
+        "9. Knowing when it does not know",
         "Retrieval reports top_relevance and "
         "no_confident_match, so an agent is told when nothing stored answers its question.",
     )
