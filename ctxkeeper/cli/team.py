@@ -11,18 +11,24 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ctxkeeper.core._types import JSONObject
+    from ctxkeeper.core.store import Store
 
-EXPORT_FORMATS = ("snapshot",)
+EXPORT_FORMATS = ("snapshot", "rules", "markdown", "agents")
 
 
 def add_parsers(
     sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
 ) -> None:
     export = sub.add_parser(
-        "export", parents=[common], help="write the team snapshot (.context/snapshot.jsonl)"
+        "export",
+        parents=[common],
+        help="write the team snapshot (.context/snapshot.jsonl), or a projection: Claude Code "
+        "rules (.claude/rules/ctxkeeper/), DECISIONS.md, or a section of AGENTS.md",
     )
     export.add_argument("format", choices=EXPORT_FORMATS)
-    export.add_argument("--path", help="file inside .context/ (default .context/snapshot.jsonl)")
+    export.add_argument(
+        "--path", help="snapshot only: file inside .context/ (default .context/snapshot.jsonl)"
+    )
     imports = sub.add_parser(
         "import", parents=[common], help="merge a team snapshot (default .context/snapshot.jsonl)"
     )
@@ -42,8 +48,24 @@ def export(args: argparse.Namespace) -> int:
     from ctxkeeper.write.exchange import export_snapshot
 
     store = Store.open(args.project_dir)
+    if args.format != "snapshot":
+        return _export_projection(args, store)
     result = export_snapshot(store, args.path)
     return _emit(args, result, f"wrote {result['path']}; commit it with the code it explains")
+
+
+def _export_projection(args: argparse.Namespace, store: Store) -> int:
+    from ctxkeeper.cli.projectfiles import export_projection
+
+    if args.path is not None:
+        from ctxkeeper.core.errors import UsageError
+
+        raise UsageError(
+            f"--path applies to `export snapshot` only; `export {args.format}` "
+            "writes to its fixed place in the project"
+        )
+    report = export_projection(store, args.format)
+    return _emit(args, report.to_json(), report.text())
 
 
 def import_(args: argparse.Namespace) -> int:

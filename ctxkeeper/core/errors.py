@@ -192,3 +192,10 @@ class SnapshotError(StoreError):
         self.detail = detail
         where = f"{path}:{line}" if line else path
         super().__init__(f"{where}: {detail}. Nothing was written.")
+
+
+class ProjectionError(CtxkeeperError):
+    """A projection (``export rules|markdown|agents``) would overwrite a file that is not
+    ctxkeeper's, write through a link or outside the project root; nothing was written."""
+
+    code = "projection_refused"
