@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
-from typing import NoReturn
+from typing import NoReturn, cast
 
 from ctxkeeper import __version__
-from ctxkeeper.cli import team
+from ctxkeeper.cli import team, term, views
 from ctxkeeper.core.errors import (
     BelowFloorError,
     CtxkeeperError,
@@ -58,6 +59,7 @@ class _Args(argparse.Namespace):
     command: str
     project_dir: str | None
     json: bool
+    no_color: bool
     kind: str
     ids: list[str]
     id: str
@@ -104,15 +106,28 @@ def _add_common_options(parser: argparse.ArgumentParser, *, suppress: bool) -> N
         default=argparse.SUPPRESS if suppress else False,
         help="print machine-readable JSON",
     )
+    parser.add_argument(
+        "--no-color",
+        action="store_true",
+        default=argparse.SUPPRESS if suppress else False,
+        help="no colour even on a terminal (NO_COLOR=1 does the same)",
+    )
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with usage errors that say where to look next."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(f"{message} (see `{self.prog} --help`)")
 
 
 def _parser() -> argparse.ArgumentParser:
     # The options are accepted before the verb and after it. After it they are added with
     # SUPPRESS defaults, so a verb that was not given them leaves the value from before the
     # verb in place, and one that was given them wins.
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     _add_common_options(common, suppress=True)
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="ctxkeeper",
         description="Typed project memory for coding agents: decisions, constraints, pipelines.",
     )
@@ -167,7 +182,8 @@ def _parser() -> argparse.ArgumentParser:
     purge.add_argument("id")
     purge.add_argument("--reason", required=True)
 
-    team.add_parsers(sub, common)
+    # The verbs' parsers are _Parser too (argparse makes them of the parent's class).
+    team.add_parsers(cast("argparse._SubParsersAction[argparse.ArgumentParser]", sub), common)
     sub.add_parser("demo", parents=[common], help="walk through ctxkeeper on a sample store")
     sub.add_parser("serve", parents=[common], help="run the MCP stdio server")
     return parser
@@ -198,18 +214,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CtxkeeperError as exc:
         return _report_error(args, exc.code, str(exc), _exit_status(exc))
     except KeyboardInterrupt:
-        return _report_error(args, "interrupted", "interrupted; nothing was written", 1)
+        message = "interrupted; nothing was written (run the command again to finish it)"
+        return _report_error(args, "interrupted", message, 1)
     except EOFError:
         if _interactive():
             print(file=sys.stderr)  # end the prompt's line
-        return _report_error(args, "end_of_input", "end of input; nothing was written", 1)
+        message = (
+            "end of input; nothing was written (answer the prompt, or pass what it asks as "
+            f"options: see `ctxkeeper {args.command} --help`)"
+        )
+        return _report_error(args, "end_of_input", message, 1)
     except OSError as exc:
-        return _report_error(args, "os_error", _os_failure(f"cannot {args.command}", exc), 1)
+        message = _os_failure(f"cannot {args.command}", exc) + _os_hint(exc)
+        return _report_error(args, "os_error", message, 1)
     except Exception as exc:  # noqa: BLE001  # the last resort: one line, the traceback on demand
         _debug_traceback()
         message = (
             f"this is a bug in ctxkeeper: {type(exc).__name__}: {exc} "
-            f"(set {_DEBUG_VARIABLE}=1 to see the traceback)"
+            f"(set {_DEBUG_VARIABLE}=1 to see the traceback, and please report it)"
         )
         return _report_error(args, "internal_error", message, 1)
     return status
@@ -243,6 +265,23 @@ def _os_failure(what: str, exc: OSError) -> str:
     paths = [os.fsdecode(p) for p in (exc.filename, exc.filename2) if isinstance(p, (str, bytes))]
     where = f" ({' -> '.join(paths)})" if paths else ""
     return f"{what}{where}: {exc.strerror or exc}"
+
+
+_OS_HINTS = {
+    errno.EACCES: "check that path's permissions, then run the command again",
+    errno.EPERM: "check that path's permissions, then run the command again",
+    errno.EROFS: "the file system is read-only; run it where the project can be written",
+    errno.ENOSPC: "free some disk space, then run the command again",
+    errno.EDQUOT: "free some disk space, then run the command again",
+    errno.ENOENT: "check that the path exists (or pass --project-dir), then run it again",
+    errno.ENOTDIR: "something that is not a directory is in the way; move it, then run it again",
+    errno.EISDIR: "a directory is where a file should be; move it, then run it again",
+}
+
+
+def _os_hint(exc: OSError) -> str:
+    hint = _OS_HINTS.get(exc.errno or 0, "then `ctxkeeper doctor` checks the store")
+    return f"; {hint}"
 
 
 def _debug_traceback() -> None:
@@ -287,13 +326,29 @@ def _emit(args: _Args, data: JSONValue, text: str) -> int:
     return 0
 
 
+def _style(args: _Args) -> term.Style:
+    """Colour only on a terminal, and never with ``--no-color``, ``NO_COLOR`` or ``--json``."""
+    return term.Style.for_stream(sys.stdout, no_color=args.no_color or args.json)
+
+
+def _room() -> int:
+    """Columns to wrap for: the terminal's, else ``COLUMNS``, else 80."""
+    return term.width(sys.stdout)
+
+
+def _clip_room() -> int:
+    """Columns a table row is clipped to: the terminal's; a pipe's readers get whole lines."""
+    isatty = getattr(sys.stdout, "isatty", None)
+    return term.width(sys.stdout) if callable(isatty) and isatty() else views.NO_CLIP
+
+
 def _init(args: _Args) -> int:
     store = _store(args)
     try:
         created = store.init()
         created += team.init_git(store.root, register=args.git)
     except OSError as exc:
-        _fail(_os_failure(f"cannot create the store in {store.root}", exc))
+        _fail(_os_failure(f"cannot create the store in {store.root}", exc) + _os_hint(exc))
     text = f"initialised {store.dir}" + (
         f" (created {', '.join(created)})" if created else " (already there)"
     )
@@ -304,15 +359,27 @@ def _interactive() -> bool:
     return sys.stdin.isatty()
 
 
-def _prompt_missing(kind: str, fields: dict[str, object]) -> None:
+def _asker(args: _Args) -> Callable[[str], str]:
+    """``input``; with ``--json`` the prompt goes to stderr, so stdout holds only the JSON."""
+    if not args.json:
+        return input
+
+    def ask(prompt: str) -> str:
+        print(prompt, end="", file=sys.stderr, flush=True)
+        return input()
+
+    return ask
+
+
+def _prompt_missing(kind: str, fields: dict[str, object], ask: Callable[[str], str]) -> None:
     """Ask a person at a terminal for each missing required field of ``kind``."""
     needed = [*TEXT_FIELDS[kind], *(["hardness"] if kind == "constraint" else [])]
     for field in needed:
         if field not in fields:
-            fields[field] = input(_PROMPTS[field] + ": ").strip()
+            fields[field] = ask(_PROMPTS[field] + ": ").strip()
     if kind == "pipeline" and "steps" not in fields:
         steps: list[str] = []
-        while step := input(f"step {len(steps) + 1} (empty line to finish): ").strip():
+        while step := ask(f"step {len(steps) + 1} (empty line to finish): ").strip():
             steps.append(step)
         fields["steps"] = steps
 
@@ -337,13 +404,15 @@ def _add(args: _Args) -> int:
             continue
         if field not in allowed:
             flag = "--" + field.replace("_", "-")
+            takes = ", ".join(KIND_FIELDS[args.kind])
             _fail(
-                f"{flag} is not a {args.kind} field; {args.kind} takes {', '.join(KIND_FIELDS[args.kind])}",
+                f"{flag} is not a {args.kind} field; {args.kind} takes {takes} "
+                f"(see `ctxkeeper add {args.kind} --help`)",
                 2,
             )
         fields[field] = value
     if _interactive():
-        _prompt_missing(args.kind, fields)
+        _prompt_missing(args.kind, fields, _asker(args))
     supersedes = fields.pop("supersedes", None)
     result = record_entry(
         store,
@@ -352,27 +421,8 @@ def _add(args: _Args) -> int:
         actor=user_actor(),
         supersedes=list(supersedes) if isinstance(supersedes, list) else None,
     )
-    entry = result["entry"]
-    assert isinstance(entry, dict)
-    lines = [f"recorded {result['id']}", render.block(entry)]
-    lines.extend(_similar_lines(result))
+    lines = views.record_lines(result, _style(args), room=_room())
     return _emit(args, result, "\n".join(lines))
-
-
-def _similar_lines(result: JSONObject) -> list[str]:
-    similar = result.get("similar_entries")
-    superseding = result.get("possible_supersession")
-    lines = [
-        f"note: {item.get('label')} of {item.get('id')} ({item.get('status')}, "
-        f"similarity {item.get('similarity')})"
-        for item in (similar if isinstance(similar, list) else [])
-        if isinstance(item, dict)
-    ]
-    lines.extend(
-        f"note: this may supersede {entry_id}; if so, record it with --supersedes {entry_id}"
-        for entry_id in (superseding if isinstance(superseding, list) else [])
-    )
-    return lines
 
 
 def _list(args: _Args) -> int:
@@ -381,19 +431,22 @@ def _list(args: _Args) -> int:
         entries = [e for e in entries if e.get("kind") in args.kinds]
     if args.statuses:
         entries = [e for e in entries if e.get("status") in args.statuses]
-    text = "\n".join(render.one_line(e) for e in entries) or "no entries"
+    text = views.entry_table(entries, _style(args), room=_clip_room())
     return _emit(args, {"results": list(entries), "total": len(entries)}, text)
 
 
 def _show(args: _Args) -> int:
     entry = _store(args).get(_checked_id(args.id))
-    return _emit(args, entry, render.block(entry))
+    return _emit(args, entry, views.entry_view(entry, _style(args), room=_room()))
 
 
 def _checked_id(entry_id: str) -> str:
     from ctxkeeper.core.model import check_id
 
-    return check_id(entry_id)
+    try:
+        return check_id(entry_id)
+    except UsageError as exc:
+        raise UsageError(f"{exc}; `ctxkeeper list` shows the ids") from None
 
 
 def _history(args: _Args) -> int:
@@ -416,10 +469,9 @@ def _history(args: _Args) -> int:
         }
     history = result["history"]
     assert isinstance(history, list)
-    header = f"history of {entry_id}" + (
-        " (purged; only the journal keeps it)" if result["entry"] is None else ""
-    )
-    return _emit(args, result, header + "\n" + render.history(history))
+    purged = result["entry"] is None
+    text = views.history_view(entry_id, history, _style(args), room=_room(), purged=purged)
+    return _emit(args, result, text)
 
 
 _HISTORY_KEYS = ("seq", "at", "op", "actor", "reason", "before", "after")
@@ -438,51 +490,24 @@ def _search(args: _Args) -> int:
             "include_history": args.include_history,
         },
     )
-    items = result["results"]
-    assert isinstance(items, list)
-    lines = [f"top_relevance {result['top_relevance']}"]
-    if result["no_confident_match"]:
-        lines[0] += " (no confident match: nothing stored clearly answers this)"
-    for item in items:
-        entry = item.get("entry") if isinstance(item, dict) else None
-        if isinstance(item, dict) and isinstance(entry, dict):
-            label = f"  [{item['label']}]" if item.get("label") else ""
-            lines.append(render.one_line(entry) + label)
-    return _emit(args, result, "\n".join(lines))
+    text = views.search_text(result, _style(args), room=_clip_room())
+    return _emit(args, result, text)
 
 
 def _status(args: _Args) -> int:
-    from ctxkeeper.core.changes import awaiting_decision, pending_changes
+    from ctxkeeper.cli import statusreport
 
-    store = _store(args)
-    entries = list(store.load().entries.values())
-    counts: dict[str, JSONValue] = {}
-    for kind in KINDS:
-        by_status: dict[str, JSONValue] = {}
-        for status in STATUSES:
-            n = sum(1 for e in entries if e.get("kind") == kind and e.get("status") == status)
-            if n:
-                by_status[status] = n
-        counts[kind] = by_status
-    proposed = sum(1 for e in entries if e.get("status") == "proposed")
-    changes = len(pending_changes(entries))
-    pending = awaiting_decision(entries)
-    lines = [
-        f"{store.dir}: {len(entries)} entries, {pending} awaiting review"
-        + (f" ({proposed} proposed, {changes} changes to entries in force)" if changes else "")
-    ]
-    lines += [
-        f"  {kind}: " + (", ".join(f"{n} {s}" for s, n in c.items()) or "none")
-        for kind, c in counts.items()
-        if isinstance(c, dict)
-    ]
-    data: JSONObject = {
-        "total": len(entries),
-        "pending_review": pending,
-        "pending_changes": changes,
-        "counts": counts,
-    }
-    return _emit(args, data, "\n".join(lines))
+    data = statusreport.gather(_store(args))
+    _emit(args, data, statusreport.render_text(data, _style(args), room=_room()))
+    journal = data.get("journal")
+    if data.get("problem") or (isinstance(journal, dict) and not journal.get("ok")):
+        print(
+            "ctxkeeper: the store has a problem (shown above); run `ctxkeeper doctor` to see "
+            "how to repair it",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
 
 
 def _review(args: _Args) -> int:
@@ -549,9 +574,9 @@ def _refuse_under_agent(verb: str) -> None:
         )
 
 
-def _confirm(question: str) -> None:
+def _confirm(question: str, ask: Callable[[str], str] = input) -> None:
     """Human verbs need a person: an explicit yes, asked once everything was validated."""
-    answer = input(f"{question} [y/N] ").strip().lower()
+    answer = ask(f"{question} [y/N] ").strip().lower()
     if answer not in ("y", "yes"):
         _fail("cancelled; nothing was changed")
 
@@ -563,7 +588,9 @@ def _human(args: _Args) -> int:
     _refuse_under_agent(args.command)
     if not _interactive():
         _fail(
-            "this verb needs a person at an interactive terminal; it cannot run from a script or an agent"
+            "this verb needs a person at an interactive terminal; it cannot run from a script or "
+            f"an agent: run `ctxkeeper {args.command} ...` in your own terminal "
+            "(`ctxkeeper review --json` lists what awaits a decision without one)"
         )
     store = _store(args)
     actor = user_actor()
@@ -571,8 +598,9 @@ def _human(args: _Args) -> int:
     reason = args.reason or ""
     # Validate every id and the reason first (a dry run), so the question comes last.
     planned = review.decide(store, args.command, ids, actor=actor, reason=reason, dry_run=True)
-    print("\n".join(str(item["text"]) for item in planned))
-    _confirm(f"{args.command} as listed above?")
+    # With --json the plan and the question go to stderr: stdout holds only the JSON.
+    print("\n".join(str(item["text"]) for item in planned), file=sys.stderr if args.json else None)
+    _confirm(f"{args.command} as listed above?", _asker(args))
     done = review.decide(store, args.command, ids, actor=actor, reason=reason)
     lines = []
     for item in done:
@@ -602,7 +630,11 @@ def _doctor(args: _Args) -> int:
         lines = [f"would lose: {item}" for item in report.would_lose]
         if args.json:
             _emit(args, report.as_json(), "")
-            print("ctxkeeper: the repair would lose data; nothing was changed", file=sys.stderr)
+            print(
+                "ctxkeeper: the repair would lose what `would_lose` lists, so nothing was "
+                "changed; run `ctxkeeper doctor --repair` at a terminal to confirm",
+                file=sys.stderr,
+            )
             return 1
         if not _interactive():
             print("\n".join(lines))
@@ -615,17 +647,30 @@ def _doctor(args: _Args) -> int:
         report = run_doctor(store, actor=user_actor(), repair=True, accept_loss=True)
     lines = [f"problem: {p}" for p in report.problems] + [f"note: {n}" for n in report.notes]
     lines += [f"backup: {b}" for b in report.backups]
-    lines.append(
-        "ok: journal chain verified and entries equal its fold"
-        if report.ok
-        else "doctor found problems"
-    )
+    style = _style(args)
+    if report.ok:
+        lines.append(style("ok: journal chain verified and entries equal its fold", "green"))
+    elif args.repair:
+        lines.append(
+            style("doctor found problems its repair cannot fix: each says what to do", "red")
+        )
+    else:
+        lines.append(
+            style(
+                "doctor found problems: each says what to do; `ctxkeeper doctor --repair` "
+                "fixes what it can",
+                "red",
+            )
+        )
     _emit(args, report.as_json(), "\n".join(lines))
     return 0 if report.ok else 1
 
 
 def _demo(args: _Args) -> int:
     from ctxkeeper.cli.demo import run_demo
+
+    if args.json:
+        _fail("`demo` is a walkthrough for people and prints no JSON; run it without --json", 2)
 
     return run_demo(print)
 

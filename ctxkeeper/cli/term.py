@@ -131,3 +131,40 @@ def table(rows: Sequence[Sequence[str]], *, room: int = DEFAULT_WIDTH, header: b
         if header and number == 0:
             lines.append("-" * min(room, max(cells(line), 1)))
     return "\n".join(lines)
+
+
+def _take(text: str, room: int) -> str:
+    """The longest start of ``text`` that fits ``room`` columns (at least one character)."""
+    used = 0
+    for index, char in enumerate(text):
+        used += 2 if unicodedata.east_asian_width(char) in "WF" else 1
+        if used > room:
+            return text[: max(index, 1)]
+    return text
+
+
+def wrap(text: str, room: int) -> list[str]:
+    """Plain ``text`` broken at spaces into lines of at most ``room`` columns.
+
+    Runs of whitespace show as one space; a word longer than a line is cut where the line
+    ends. Always at least one line (an empty one for empty text).
+    """
+    room = max(room, 2)
+    lines: list[str] = []
+    line, used = "", 0
+    for word in text.split():
+        size = cells(word)
+        if line and used + 1 + size <= room:
+            line, used = f"{line} {word}", used + 1 + size
+            continue
+        if line:
+            lines.append(line)
+        while size > room:
+            head = _take(word, room)
+            lines.append(head)
+            word = word[len(head) :]
+            size = cells(word)
+        line, used = word, size
+    if line or not lines:
+        lines.append(line)
+    return lines
