@@ -19,7 +19,14 @@ from typing import Final
 
 from ctxkeeper.core import journal, secretscan, times
 from ctxkeeper.core.errors import CtxkeeperError, SnapshotError
-from ctxkeeper.core.model import ID_PATTERN, ORIGINS, TEXT_MAX, ordered, stored_problems
+from ctxkeeper.core.model import (
+    EDITABLE_FIELDS,
+    ID_PATTERN,
+    ORIGINS,
+    TEXT_MAX,
+    ordered,
+    stored_problems,
+)
 from ctxkeeper.core.teamlog import EVENT_FIELDS, OPTIONAL_FIELDS
 
 TYPE_CHECKING = False
@@ -38,9 +45,16 @@ EVENT_KEY: Final = "journal"
 MAX_BYTES: Final = 512 * 1024 * 1024
 MAX_LINE_BYTES: Final = 1024 * 1024
 MAX_PARENTS: Final = 64
+MAX_DEPTH: Final = 32
 EVENT_ID: Final = re.compile(r"[0-9a-f]{16}")
 _ACTOR_KEYS: Final = frozenset({"origin", "user", "session_id"})
 _CONFLICT_MARKERS: Final = (b"<<<<<<<", b"=======", b">>>>>>>", b"|||||||")
+#: The entry fields :func:`stored_problems` checks item by item, per kind (the validity
+#: bounds it leaves to doctor).
+_CHECKED_FIELDS: Final = {
+    kind: frozenset(fields) - {"valid_from", "valid_until"}
+    for kind, fields in EDITABLE_FIELDS.items()
+}
 
 
 @dataclass
@@ -118,19 +132,21 @@ def _sorted(value: JSONValue) -> JSONValue:
 
 
 def secret_in(
-    entries: Iterable[Mapping[str, JSONValue]], events: Iterable[JSONObject]
-) -> str | None:
-    """Where the first secret-shaped string is (``con-001-ab12 field 'rule'``), or None."""
+    entries: Iterable[tuple[int, Mapping[str, JSONValue]]],
+    events: Iterable[tuple[int, JSONObject]],
+) -> tuple[int, str] | None:
+    """The line of the first secret-shaped string and where it is in that line
+    (``entry con-001-ab12 field 'rule' holds ...``), or None. The secret itself is never named."""
     checked: set[str] = set()
-    for entry in entries:
+    for line, entry in entries:
         hit = _scan(entry, checked)
         if hit:
-            return f"entry {entry.get('id')} field {hit[0]!r} holds a {hit[1]}"
-    for event in events:
+            return line, f"entry {entry.get('id')} field {hit[0]!r} holds a {hit[1]}"
+    for line, event in events:
         after = event.get("after")
         hit = _scan({"after": after, "reason": event.get("reason")}, checked)
         if hit:
-            return f"a journal event of {event.get('id')} (field {hit[0]!r}) holds a {hit[1]}"
+            return line, f"a journal event of {event.get('id')} (field {hit[0]!r}) holds a {hit[1]}"
     return None
 
 
@@ -181,36 +197,52 @@ def parse(data: bytes, path: str) -> Snapshot:
                 "a merge left a conflict marker here; keep both sides' lines and delete the "
                 "marker lines (run `ctxkeeper init` so git merges this file with its union merge)",
             )
-        key, value = _object(raw, path, number)
-        if key == HEADER_KEY:
-            _check_version(value, path, number)
-            header = True
-        elif key == ENTRY_KEY:
-            snapshot.entries.append((number, _checked_entry(value, path, number)))
-        else:
-            event = _checked_event(value, path, number)
-            event_id = str(event["event"])
-            seen = snapshot.events.get(event_id)
-            if seen is not None and not same_event(seen[1], event):
-                raise SnapshotError(
-                    path,
-                    number,
-                    f"event {event_id} differs from the event with the same identity on line "
-                    f"{seen[0]}; one of them was edited by hand",
-                )
-            if seen is None or _redactions(event) > _redactions(seen[1]):
-                # A purged copy beside a teammate's full one (a union merge): the text stays out.
-                snapshot.events[event_id] = (number, event)
+        try:
+            header = _read_line(snapshot, raw, path, number) or header
+        except SnapshotError as exc:
+            # A message quotes the value it refuses: never when that value is secret-shaped.
+            kind = secretscan.find_secret(exc.detail)
+            if kind is None:
+                raise
+            raise SnapshotError(
+                path,
+                number,
+                f"the line is malformed where it holds a {kind} (not shown here); remove the "
+                "secret from the file before importing",
+            ) from None
     if not header:
         raise SnapshotError(
             path, None, f"not a ctxkeeper snapshot (no {{{HEADER_KEY!r}: ...}} header line)"
         )
-    hit = secret_in(
-        [entry for _, entry in snapshot.entries], [e for _, e in snapshot.events.values()]
-    )
+    hit = secret_in(snapshot.entries, snapshot.events.values())
     if hit:
-        raise SnapshotError(path, None, f"{hit}; remove it from the file before importing")
+        raise SnapshotError(path, hit[0], f"{hit[1]}; remove it from the file before importing")
     return snapshot
+
+
+def _read_line(snapshot: Snapshot, raw: bytes, path: str, number: int) -> bool:
+    """Check one line and add what it holds to ``snapshot``; True for the header line."""
+    key, value = _object(raw, path, number)
+    if key == HEADER_KEY:
+        _check_version(value, path, number)
+        return True
+    if key == ENTRY_KEY:
+        snapshot.entries.append((number, _checked_entry(value, path, number)))
+        return False
+    event = _checked_event(value, path, number)
+    event_id = str(event["event"])
+    seen = snapshot.events.get(event_id)
+    if seen is not None and not same_event(seen[1], event):
+        raise SnapshotError(
+            path,
+            number,
+            f"event {event_id} differs from the event with the same identity on line "
+            f"{seen[0]}; one of them was edited by hand",
+        )
+    if seen is None or _redactions(event) > _redactions(seen[1]):
+        # A purged copy beside a teammate's full one (a union merge): the text stays out.
+        snapshot.events[event_id] = (number, event)
+    return False
 
 
 def _object(raw: bytes, path: str, number: int) -> tuple[str, JSONValue]:
@@ -222,6 +254,10 @@ def _object(raw: bytes, path: str, number: int) -> tuple[str, JSONValue]:
         raise SnapshotError(
             path, number, f"line is not JSON ({exc.msg} at column {exc.colno}; cut off?)"
         ) from None
+    except RecursionError:
+        raise SnapshotError(path, number, "line nests arrays or objects too deeply") from None
+    except ValueError:  # an integer past the interpreter's digit limit (int_max_str_digits)
+        raise SnapshotError(path, number, "line holds a number with too many digits") from None
     if not isinstance(value, dict) or len(value) != 1:
         raise SnapshotError(path, number, "a line must be one object with a single key")
     [(key, inner)] = value.items()
@@ -254,7 +290,28 @@ def _checked_entry(value: JSONValue, path: str, number: int) -> JSONObject:
             problems.append(f"{name}: {problem}")
     if problems:
         raise SnapshotError(path, number, "; ".join(problems))
+    checked = _CHECKED_FIELDS[str(value["kind"])]
+    for name, item in value.items():
+        # A field the model does not check item by item (an unknown field, pending changes)
+        # is held to a nesting limit: deeper values break every later write's recursion.
+        if name not in checked and isinstance(item, (dict, list)) and _deeper(item, MAX_DEPTH):
+            raise SnapshotError(
+                path, number, f"{value['id']}: field {name!r} nests over {MAX_DEPTH} levels deep"
+            )
     return value
+
+
+def _deeper(value: JSONValue, limit: int) -> bool:
+    """True when ``value`` nests lists or objects more than ``limit`` levels deep."""
+    stack: list[tuple[JSONValue, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def _checked_event(value: JSONValue, path: str, number: int) -> JSONObject:
