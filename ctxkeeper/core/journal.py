@@ -47,9 +47,12 @@ OPS: Final = frozenset(
 )
 
 
+_CANONICAL: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical(value: JSONValue) -> bytes:
     """The bytes a record's hash is taken over: sorted keys, no spaces, UTF-8."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return _CANONICAL.encode(value).encode()
 
 
 def record_hash(record: Mapping[str, JSONValue]) -> str:

@@ -531,10 +531,17 @@ def find_secret(text: str) -> str | None:
     return kind
 
 
+#: Every rule's hints once: each is looked for once per text, not once per rule.
+_ALL_HINTS: Final = tuple(sorted({hint for rule in _RULES for hint in rule.hints}))
+
+
 def _find_in(text: str) -> str | None:
     lowered = text.lower()
+    present = {hint for hint in _ALL_HINTS if hint in lowered}
+    if not present:
+        return None
     for rule in _RULES:
-        if not any(hint in lowered for hint in rule.hints):
+        if present.isdisjoint(rule.hints):
             continue
         for match in rule.pattern.finditer(text):
             if rule.accept(match):

@@ -311,11 +311,16 @@ class Store:
         if txn.snapshot_read is not None:
             snapshot.remember(self.dir, *txn.snapshot_read)
         entries = state.entries.values()
+        read = txn.snapshot_read[0] if txn.snapshot_read is not None else None
+        default = snapshot.default_path(self.dir)
         if txn.export_to is not None:
-            force = txn.snapshot_read is not None
+            force = read == txn.export_to  # the file was just imported: nothing of it is lost
             snapshot.write(self.dir, entries, self.read_journal(), path=txn.export_to, force=force)
-        elif refresh:
-            snapshot.auto_refresh(self.dir, state.entries, committed, self.read_journal)
+        elif refresh and read != default:
+            # An import of the default file decided itself whether it needs rewriting; one
+            # of another file rebuilds the default snapshot in full.
+            patchable = committed if read is None else None
+            snapshot.auto_refresh(self.dir, state.entries, patchable, self.read_journal)
 
     def _redact(self, state: State, ids: set[str]) -> None:
         """Replace the values and reasons of every journal record of ``ids`` by their digests

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -236,7 +237,9 @@ def readable(text: str) -> str:
     return _REPEATED_WORD.sub(r"\1", normal)
 
 
-# con-007-a634: floors count what a reader reads.
+# con-007-a634: floors count what a reader reads. Cached: an import checks every version of
+# every entry, and most versions repeat their unchanged fields.
+@lru_cache(maxsize=1 << 16)
 def readable_length(text: str) -> int:
     """Return the number of characters a reader reads in text (see :func:`readable`)."""
     return len(readable(text))

@@ -19,6 +19,7 @@ from ctxkeeper.core.journal import JOURNAL_VERSION, canonical
 from ctxkeeper.core.model import TOMBSTONE_STATUSES, clean_fields, editable_view, revision_of
 from ctxkeeper.core.snapshot import default_path
 from ctxkeeper.core.snapshotformat import Snapshot, normal_entry, parse, same_event
+from ctxkeeper.core.snapshotpatch import CannotPatchError, line_key
 from ctxkeeper.write.similarity import matching_tombstone
 
 TYPE_CHECKING = False
@@ -79,11 +80,32 @@ def import_snapshot(
     with store.transaction() as tx:
         report = _merge(store, tx, snapshot, source, actor)
         tx.snapshot_read = (source, data)
-        if tx.config.auto_export and source == default_path(store.dir):
+        if (
+            tx.config.auto_export
+            and source == default_path(store.dir)
+            and not _already_normal(data, snapshot, tx, report)
+        ):
             # Rewrite the merged file in its normal form: one line per event, sorted, the
             # entries as every clone now holds them.
             tx.export_to = source
     return report
+
+
+def _already_normal(data: bytes, snapshot: Snapshot, tx: Transaction, report: JSONObject) -> bool:
+    """True when the file already says what an export would: it holds every event this
+    clone has, each line once and in order, and the entries as they now stand. A teammate's
+    export pulled as is needs no rewrite; a union merge's file does."""
+    if report.get("local_only_events"):
+        return False
+    if len(snapshot.entries) != len(tx.entries):
+        return False
+    if any(tx.entries.get(str(entry["id"])) != entry for _, entry in snapshot.entries):
+        return False
+    try:
+        keys = [line_key(line) for line in data.split(b"\n") if line]
+    except CannotPatchError:
+        return False
+    return all(one < two for one, two in zip(keys, keys[1:]))
 
 
 def _merge(
@@ -105,6 +127,7 @@ def _merge(
                 line,
                 f"event {event_id} differs from this clone's copy of it (edited by hand?)",
             )
+    local_only = sum(1 for event_id in known if event_id not in snapshot.events)
     events = [*local, *foreign]
     with_events = {str(event["id"]) for event in events}
     for line, entry in snapshot.entries:
@@ -147,7 +170,9 @@ def _merge(
                 extra={teamlog.RESOLVES: resolved},
             )
     notes.extend(_line_notes(snapshot, targets, groups))
-    return _report(source, before, targets, foreign, restated, notes, tx)
+    report = _report(source, before, targets, foreign, restated, notes, tx)
+    report["local_only_events"] = local_only
+    return report
 
 
 def _order(event: Mapping[str, JSONValue]) -> tuple[str, str, str]:
