@@ -250,7 +250,6 @@ def _retire_restatements(
         )
         event: JSONObject = {
             "version": JOURNAL_VERSION,
-            "event": _derived_id("restates", entry_id, *tips[entry_id], tomb_id),
             "at": at,
             "actor": dict(IMPORT_ACTOR),
             "op": "deprecate",
@@ -259,6 +258,11 @@ def _retire_restatements(
             "reason": why,
             "parents": list(tips[entry_id]),
         }
+        # The identity is a digest of the whole event, not only of the entry, tips and
+        # tombstone it names: two clones that each hold the tombstone in another version (it
+        # was retired in both at once, with other reasons and times) derive different events,
+        # and one identity for two contents would make every later import refuse the pair.
+        event["event"] = _derived_id("restates", canonical(event).decode())
         foreign.append(event)
         group.append(event)
         retired.append(entry_id)
