@@ -10,6 +10,7 @@ whole before anything is written, and a refused import leaves every file as it w
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 from typing import Final
 
@@ -105,7 +106,7 @@ def _already_normal(data: bytes, snapshot: Snapshot, tx: Transaction, report: JS
         keys = [line_key(line) for line in data.split(b"\n") if line]
     except CannotPatchError:
         return False
-    return all(one < two for one, two in zip(keys, keys[1:]))
+    return all(one < two for one, two in itertools.pairwise(keys))
 
 
 def _merge(
