@@ -785,9 +785,16 @@ class TestRenderers:
         update_entry(
             store, entry_id, {"tags": ["release"]}, "tag it for the release search", actor=AGENT
         )
+        # The renderer is shown the records as they were before the purge redacted them.
+        shown = store.history(entry_id)
         review.purge(store, entry_id, "Recorded in the wrong project.", actor=USER)
-        history = store.history(entry_id)
+        history = [*shown, store.history(entry_id)[-1]]
         records: list[Any] = [*history, "not a record"]
+        after_purge = views.history_view(
+            entry_id, store.history(entry_id), term.Style(False), room=60, purged=True
+        )
+        assert "Ship a tagged build" not in after_purge  # a purge leaves no text to show
+        assert "Recorded in the wrong project." in after_purge  # the control: its reason stays
         colour = views.history_view(entry_id, records, term.Style(True), room=60, purged=True)
         plain = views.history_view(entry_id, records, term.Style(False), room=60, purged=True)
         assert ESC in colour

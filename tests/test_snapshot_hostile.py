@@ -499,10 +499,12 @@ class TestRefused:
     def test_over_the_file_size_limit_names_the_file(
         self, control: Control, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        monkeypatch.setattr(snapshotformat, "MAX_BYTES", len(control.snapshot) - 1)
-        refuse(control, control.snapshot, line=None, says=["byte limit"])
-        monkeypatch.setattr(snapshotformat, "MAX_BYTES", len(control.snapshot))
-        assert accept(control, control.snapshot)["unchanged"] is True
+        # A blank line more than this clone wrote: the file is read, not skipped as seen.
+        pulled = control.snapshot + b"\n"
+        monkeypatch.setattr(snapshotformat, "MAX_BYTES", len(pulled) - 1)
+        refuse(control, pulled, line=None, says=["byte limit"])
+        monkeypatch.setattr(snapshotformat, "MAX_BYTES", len(pulled))
+        assert accept(control, pulled)["unchanged"] is True
 
     def test_below_the_project_floor_inside_the_merge(self, project: Path) -> None:
         """A floor raised in config.json is checked against the arriving entries inside the

@@ -22,7 +22,11 @@ from ctxkeeper.core.errors import CtxkeeperError, SnapshotError
 from ctxkeeper.core.model import (
     EDITABLE_FIELDS,
     ID_PATTERN,
+    KINDS,
+    LIST_MAX,
     ORIGINS,
+    STATUSES,
+    TEXT_FIELDS,
     TEXT_MAX,
     ordered,
     stored_problems,
@@ -370,9 +374,42 @@ def _checked_event(value: JSONValue, path: str, number: int) -> JSONObject:
         if op not in ("purge", "manual_edit"):
             raise fail(f"a {op} event must carry the entry it left ('after')")
     else:
-        entry = _checked_entry(after, path, number)
+        # A past version is held to its shape here; the versions an import makes live pass
+        # the model's full checks and the floors there (ctxkeeper.write.exchange).
+        entry = _shaped_entry(after, path, number)
         if entry.get("id") != entry_id:
             raise fail(f"the event is about {entry_id} but its entry is {entry.get('id')}")
+    return value
+
+
+def _shaped_entry(value: JSONValue, path: str, number: int) -> JSONObject:
+    """An entry's shape (id, kind, status, origin, revision, text and list types and sizes,
+    nesting): what a version kept as history must have, cheaply checked."""
+
+    def fail(detail: str) -> SnapshotError:
+        return SnapshotError(path, number, detail)
+
+    if not isinstance(value, dict):
+        raise fail("an entry must be an object")
+    entry_id = value.get("id")
+    if not isinstance(entry_id, str) or not ID_PATTERN.match(entry_id):
+        raise fail(f"bad id {entry_id!r}")
+    kind = value.get("kind")
+    if kind not in KINDS or value.get("status") not in STATUSES:
+        raise fail(f"{entry_id}: bad kind or status")
+    if value.get("origin") not in ORIGINS or not isinstance(value.get("revision"), int):
+        raise fail(f"{entry_id}: bad origin or revision")
+    for name in TEXT_FIELDS[str(kind)]:
+        text = value.get(name)
+        if not isinstance(text, str) or len(text) > TEXT_MAX:
+            raise fail(f"{entry_id}: field {name!r} must be text of at most {TEXT_MAX} characters")
+    for name, item in value.items():
+        if isinstance(item, list) and (
+            len(item) > LIST_MAX or any(isinstance(v, str) and len(v) > TEXT_MAX for v in item)
+        ):
+            raise fail(f"{entry_id}: field {name!r} holds too many or too long items")
+        if isinstance(item, (dict, list)) and _deeper(item, MAX_DEPTH):
+            raise fail(f"{entry_id}: field {name!r} nests over {MAX_DEPTH} levels deep")
     return value
 
 

@@ -17,8 +17,14 @@ from typing import Final
 from ctxkeeper.core import fsutil, teamlog, times
 from ctxkeeper.core.errors import CtxkeeperError, SnapshotError, UsageError
 from ctxkeeper.core.journal import JOURNAL_VERSION, canonical
-from ctxkeeper.core.model import TOMBSTONE_STATUSES, clean_fields, editable_view, revision_of
-from ctxkeeper.core.snapshot import default_path
+from ctxkeeper.core.model import (
+    TOMBSTONE_STATUSES,
+    clean_fields,
+    editable_view,
+    revision_of,
+    stored_problems,
+)
+from ctxkeeper.core.snapshot import default_path, unseen
 from ctxkeeper.core.snapshotformat import Snapshot, normal_entry, parse, same_event
 from ctxkeeper.core.snapshotpatch import CannotPatchError, line_key
 from ctxkeeper.write.similarity import matching_tombstone
@@ -77,6 +83,11 @@ def import_snapshot(
         raise SnapshotError(
             source, None, "no snapshot here (export one with `ctxkeeper export snapshot`)"
         )
+    if not unseen(store.dir, source):
+        # This clone wrote or imported exactly these bytes: it holds everything in them.
+        return {"path": source, "events_added": 0, "added": [], "updated": [], "removed": [],
+                "retired_restatements": [], "awaiting_review": [], "notes": [],
+                "unchanged": True, "total_entries": len(store.load().entries)}  # fmt: skip
     snapshot = parse(data, source)
     with store.transaction() as tx:
         report = _merge(store, tx, snapshot, source, actor)
@@ -151,11 +162,11 @@ def _merge(
         targets[entry_id], tips[entry_id] = teamlog.resolve(groups[entry_id], review)
     _check_floors(store, tx, targets, before, groups, lines, source)
 
-    by_id = {str(event["event"]): event for event in events}
     last: dict[str, str] = {}
     for event in sorted(foreign, key=_order):
-        parents = [by_id[p] for p in map(str, _list(event.get("parents"))) if p in by_id]
-        tx.adopt(event, teamlog.resolve(parents, review)[0] if parents else None)
+        # Its before-value is the version its parents name, already in the journal: kept as
+        # null rather than a second copy (get_entry shows it from the parents).
+        tx.adopt(event, None)
         last[str(event["id"])] = str(event["event"])
     at = times.now_iso()
     for entry_id in touched:
@@ -280,17 +291,21 @@ def _check_floors(
     lines: Mapping[str, int],
     source: str,
 ) -> None:
-    """Every entry the import changes meets this project's floors, or nothing is written."""
+    """Every entry the import makes live passes the model's checks and this project's
+    floors, or nothing is written."""
     for entry_id, value in targets.items():
         if value is None or value == before.get(entry_id):
             continue
         view = {
             k: v for k, v in editable_view(value).items() if k not in ("valid_from", "valid_until")
         }
+        line = max((lines.get(str(e["event"]), 0) for e in groups[entry_id]), default=0)
+        problems = stored_problems(value)
+        if problems:
+            raise SnapshotError(source, line or None, "; ".join(problems))
         try:
             clean_fields(str(value["kind"]), view, tx.config.floors, root=store.root)
         except CtxkeeperError as exc:
-            line = max((lines.get(str(e["event"]), 0) for e in groups[entry_id]), default=0)
             raise SnapshotError(source, line or None, f"{entry_id}: {exc}") from None
 
 

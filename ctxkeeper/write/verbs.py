@@ -5,7 +5,7 @@ from __future__ import annotations
 import getpass
 from typing import Final
 
-from ctxkeeper.core import times
+from ctxkeeper.core import teamlog, times
 from ctxkeeper.core.changes import needs_review, pending_changes, propose
 from ctxkeeper.core.errors import (
     ControlCharacterError,
@@ -289,6 +289,7 @@ def get_entry(store: Store, entry_id: str) -> JSONObject:
     before and after."""
     check_id(entry_id)
     entry = store.get(entry_id)
+    records = [record for record in store.read_journal() if record.get("id") == entry_id]
     history: list[JSONValue] = [
         {
             "seq": record.get("seq"),
@@ -296,14 +297,22 @@ def get_entry(store: Store, entry_id: str) -> JSONObject:
             "op": record.get("op"),
             "actor": record.get("actor"),
             "reason": record.get("reason"),
-            "before": record.get("before"),
+            "before": _before_of(record, records),
             "after": record.get("after"),
         }
-        for record in store.read_journal()
-        if record.get("id") == entry_id
+        for record in records
     ]
     pending: list[JSONValue] = [*pending_changes([entry])]
     return {"entry": entry, "pending_changes": pending, "history": history}
+
+
+def _before_of(record: JSONObject, records: list[JSONObject]) -> JSONValue:
+    """A record's before-value; an imported event keeps none, and names its parents instead."""
+    parents = record.get("parents")
+    if record.get("before") is not None or not isinstance(parents, list) or not parents:
+        return record.get("before")
+    named = [r for r in records if r.get("event") in parents]
+    return teamlog.resolve(teamlog.team_events(named), "off")[0] if named else None
 
 
 def set_status(
