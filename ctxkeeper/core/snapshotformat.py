@@ -155,15 +155,25 @@ def secret_in(
 
 
 def _scan(value: Mapping[str, JSONValue], checked: set[str]) -> tuple[str, str] | None:
-    # Most events repeat their entry's unchanged fields; each distinct string is scanned once.
-    for name, item in value.items():
-        for path, text in _strings(name, item):
-            if text in checked:
+    # Most events repeat their entry's unchanged fields; each distinct string is scanned once,
+    # and a field's path is worked out only for the rare string that holds a secret.
+    stack: list[JSONValue] = list(value.values())
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if item in checked:
                 continue
-            checked.add(text)
-            kind = secretscan.find_secret(text)
+            checked.add(item)
+            kind = secretscan.find_secret(item)
             if kind is not None:
+                path = next(
+                    p for name, v in value.items() for p, t in _strings(name, v) if t == item
+                )
                 return path, kind
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
     return None
 
 
@@ -385,31 +395,47 @@ def _checked_event(value: JSONValue, path: str, number: int) -> JSONObject:
 def _shaped_entry(value: JSONValue, path: str, number: int) -> JSONObject:
     """An entry's shape (id, kind, status, origin, revision, text and list types and sizes,
     nesting): what a version kept as history must have, cheaply checked."""
-
-    def fail(detail: str) -> SnapshotError:
-        return SnapshotError(path, number, detail)
-
     if not isinstance(value, dict):
-        raise fail("an entry must be an object")
+        raise SnapshotError(path, number, "an entry must be an object")
     entry_id = value.get("id")
     if not isinstance(entry_id, str) or not ID_PATTERN.match(entry_id):
-        raise fail(f"bad id {entry_id!r}")
+        raise SnapshotError(path, number, f"bad id {entry_id!r}")
     kind = value.get("kind")
-    if kind not in KINDS or value.get("status") not in STATUSES:
-        raise fail(f"{entry_id}: bad kind or status")
-    if value.get("origin") not in ORIGINS or not isinstance(value.get("revision"), int):
-        raise fail(f"{entry_id}: bad origin or revision")
+    if (
+        kind not in KINDS
+        or value.get("status") not in STATUSES
+        or value.get("origin") not in ORIGINS
+        or not isinstance(value.get("revision"), int)
+    ):
+        raise SnapshotError(path, number, f"{entry_id}: bad kind, status, origin or revision")
     for name in TEXT_FIELDS[str(kind)]:
         text = value.get(name)
         if not isinstance(text, str) or len(text) > TEXT_MAX:
-            raise fail(f"{entry_id}: field {name!r} must be text of at most {TEXT_MAX} characters")
+            raise SnapshotError(
+                path,
+                number,
+                f"{entry_id}: field {name!r} must be text of at most {TEXT_MAX} characters",
+            )
     for name, item in value.items():
-        if isinstance(item, list) and (
-            len(item) > LIST_MAX or any(isinstance(v, str) and len(v) > TEXT_MAX for v in item)
-        ):
-            raise fail(f"{entry_id}: field {name!r} holds too many or too long items")
-        if isinstance(item, (dict, list)) and _deeper(item, MAX_DEPTH):
-            raise fail(f"{entry_id}: field {name!r} nests over {MAX_DEPTH} levels deep")
+        if isinstance(item, list):
+            if len(item) > LIST_MAX:
+                raise SnapshotError(path, number, f"{entry_id}: field {name!r} has too many items")
+            for element in item:
+                if isinstance(element, str):
+                    if len(element) > TEXT_MAX:
+                        raise SnapshotError(
+                            path, number, f"{entry_id}: field {name!r} item too long"
+                        )
+                elif isinstance(element, (dict, list)) and _deeper(element, MAX_DEPTH - 1):
+                    raise SnapshotError(
+                        path,
+                        number,
+                        f"{entry_id}: field {name!r} nests over {MAX_DEPTH} levels deep",
+                    )
+        elif isinstance(item, dict) and _deeper(item, MAX_DEPTH):
+            raise SnapshotError(
+                path, number, f"{entry_id}: field {name!r} nests over {MAX_DEPTH} levels deep"
+            )
     return value
 
 
