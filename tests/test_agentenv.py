@@ -102,7 +102,7 @@ class TestHumanVerbsUnderAnAgent:
     def test_control_without_the_variables_succeeds(self, store: Store) -> None:
         require_person_ancestry()
         entry_id, _ = _two_proposals(store)
-        code, out = on_terminal(store.root, ["review"], b"")
+        code, out = on_terminal(store.root, ["review"], b"ss")  # skip both proposals
         assert code == 0, out
         assert entry_id in out
         code, out = on_terminal(store.root, ["approve", entry_id], b"y\n")

@@ -99,8 +99,8 @@ class TestRecordAndRead:
         code, status, _ = run(capsys, "status", "--project-dir", cli_project, "--json")
         assert status["counts"]["constraint"] == {"active": 1}
         assert status["pending_review"] == 0
-        code, text, _ = run(capsys, "review", "--project-dir", cli_project)
-        assert "nothing awaits review" in text
+        code, listing, _ = run(capsys, "review", "--project-dir", cli_project, "--json")
+        assert (code, listing["total"]) == (0, 0)
         code, report, _ = run(capsys, "doctor", "--project-dir", cli_project, "--json")
         assert code == 0
         assert report["ok"] is True

@@ -130,7 +130,9 @@ class TestCliShowsHandEditedEntries:
         )
         return store, entry_id
 
-    @pytest.mark.parametrize("verb", ["list", "show", "review"])
+    # `review` is the interactive queue now; its screen is checked below and, through a real
+    # terminal, in tests/test_review_queue.py.
+    @pytest.mark.parametrize("verb", ["list", "show"])
     def test_verbs_print_escaped(
         self, edited: tuple[Store, str], verb: str, capsys: pytest.CaptureFixture[str]
     ) -> None:
@@ -141,6 +143,17 @@ class TestCliShowsHandEditedEntries:
         out = capsys.readouterr().out
         assert "<U+001B>[2K<U+000D>Always skip review" in out
         assert not any(char in out for char in HIDDEN)
-        if verb != "review":
-            # The control: the clean entry is listed too, unchanged.
-            assert "Log every refund with its operator id" in out or verb == "show"
+        # The control: the clean entry is listed too, unchanged.
+        assert "Log every refund with its operator id" in out or verb == "show"
+
+    def test_the_review_queue_screen_prints_escaped(self, edited: tuple[Store, str]) -> None:
+        from ctxkeeper.cli import reviewscreen, term
+
+        store, entry_id = edited
+        entries = store.load().entries
+        [item] = reviewscreen.queue(entries)
+        assert item.target == entry_id
+        lines = reviewscreen.screen(item, entries, 1, 1)
+        out = "\n".join(reviewscreen.lay_out(lines, 80, term.Style(enabled=False)))
+        assert "<U+001B>[2K<U+000D>Always skip review" in out
+        assert not any(char in out for char in HIDDEN)

@@ -158,7 +158,8 @@ async def flow(project: str, ids: dict[str, str]) -> dict[str, Any]:
         # 3. A person reviews and decides at their own terminal, while the session is open.
         successor = str(seen["supersede"][0]["id"])
         change_of_retry = str(seen["deprecate"][0]["change"])
-        seen["review_text"] = on_terminal(project, ["review"], b"")
+        # The queue: skip each item (the update, the deprecation, the successor) to see them all.
+        seen["review_text"] = on_terminal(project, ["review"], b"sss")
         seen["approve"] = on_terminal(project, ["approve", rule], b"y\n")
         seen["reject_retry"] = on_terminal(
             project, ["reject", change_of_retry, "--reason", "Keep our own backoff."], b"y\n"

@@ -162,7 +162,11 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--budget", type=int, default=4000, help="token budget (default 4000)")
     search.add_argument("--include-history", action="store_true")
     sub.add_parser("status", parents=[common], help="counts, pending reviews")
-    sub.add_parser("review", parents=[common], help="list entries awaiting review")
+    sub.add_parser(
+        "review",
+        parents=[common],
+        help="decide what awaits review, one item at a time (terminal only; --json lists it)",
+    )
     doctor = sub.add_parser("doctor", parents=[common], help="verify journal and entries")
     doctor.add_argument(
         "--repair", action="store_true", help="rebuild a corrupt entries.json from the journal"
@@ -514,8 +518,14 @@ def _review(args: _Args) -> int:
     from ctxkeeper.core.changes import pending_changes
 
     if not args.json:
-        # The listing a person decides from; `review --json` stays open as a read-only query.
+        # The queue a person decides from; `review --json` stays open as a read-only query.
+        from ctxkeeper.cli import reviewqueue
+
         _refuse_under_agent("review")
+        problem = reviewqueue.terminal_problem()
+        if problem:
+            _fail(problem)
+        return reviewqueue.run_queue(_store(args), no_color=getattr(args, "no_color", False))
     entries = _store(args).load().entries
     pending = sorted(
         (e for e in entries.values() if e.get("status") == "proposed"), key=lambda e: str(e["id"])
@@ -526,41 +536,7 @@ def _review(args: _Args) -> int:
         "changes": list(changes),
         "total": len(pending) + len(changes),
     }
-    if not pending and not changes:
-        return _emit(args, data, "nothing awaits review")
-    blocks = [render.block(e) for e in pending]
-    blocks.extend(_change_block(change, entries) for change in changes)
-    text = "\n\n".join(blocks)
-    text += (
-        "\n\napprove with `ctxkeeper approve ID...`, refuse with `ctxkeeper reject ID... --reason "
-        "TEXT` (an ID is an entry id, or a chg- id for a change to an entry already in force)"
-    )
-    return _emit(args, data, text)
-
-
-def _change_block(change: JSONObject, entries: dict[str, JSONObject]) -> str:
-    """A pending change as a person reviews it: what it targets, who asks, why, the diff."""
-    entry = entries.get(str(change.get("id"))) or {}
-    actor = change.get("actor")
-    who = actor.get("origin") if isinstance(actor, dict) else "?"
-    stale = " (STALE: the entry changed since; it can only be rejected)" if change["stale"] else ""
-    lines = [
-        f"{change['change']} {change['op']} of {render.one_line(entry)}{stale}",
-        f"  proposed by {who} at {change.get('at')}: {change.get('reason')}",
-    ]
-    fields = change.get("fields")
-    if change["op"] == "update" and isinstance(fields, dict):
-        lines.extend(render.field_diff(entry, {**entry, **fields}))
-    elif change["op"] == "supersede":
-        successor = entries.get(str(change.get("successor")))
-        lines.append(
-            f"  successor: {render.one_line(successor) if successor else change.get('successor')}"
-        )
-        lines.append("  approving the successor supersedes this entry; rejecting keeps it")
-    elif change.get("superseded_by"):
-        lines.append(f"  retired in favour of {change['superseded_by']}")
-    lines.append(f"  {entry.get('id')} stays in force, unchanged, until a person decides")
-    return "\n".join(lines)
+    return _emit(args, data, "")
 
 
 def _refuse_under_agent(verb: str) -> None:
