@@ -80,7 +80,9 @@ def width(stream: TextIO | None = None) -> int:
     stream = stream if stream is not None else sys.stdout
     try:
         if stream.isatty():
-            return max(40, os.get_terminal_size(stream.fileno()).columns)
+            columns = os.get_terminal_size(stream.fileno()).columns
+            if columns > 0:  # a fresh pty or `docker exec` may report 0: fall back below
+                return max(40, columns)
     except (AttributeError, OSError, ValueError):
         pass
     return max(40, shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns)
