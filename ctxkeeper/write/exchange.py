@@ -9,6 +9,8 @@ whole before anything is written, and a refused import leaves every file as it w
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import itertools
 import os
@@ -31,7 +33,7 @@ from ctxkeeper.write.similarity import matching_tombstone
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterator, Mapping
 
     from ctxkeeper.core._types import JSONObject, JSONValue
     from ctxkeeper.core.store import Store, Transaction
@@ -62,7 +64,7 @@ def export_snapshot(store: Store, path: str | None = None) -> JSONObject:
     """Write the snapshot (default ``.context/snapshot.jsonl``) under the store lock."""
     store.require()
     target = resolve_path(store, path)
-    with store.transaction() as tx:
+    with _no_cycle_collection(), store.transaction() as tx:
         tx.export_to = target
     return {"path": target, "written": True}
 
@@ -88,6 +90,25 @@ def import_snapshot(
         return {"path": source, "events_added": 0, "added": [], "updated": [], "removed": [],
                 "retired_restatements": [], "awaiting_review": [], "notes": [],
                 "unchanged": True, "total_entries": len(store.load().entries)}  # fmt: skip
+    with _no_cycle_collection():
+        return _import(store, source, data, actor)
+
+
+@contextlib.contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Hold the cycle collector while an import builds a few hundred thousand objects: none of
+    them form cycles, and each collection would walk them all again (about a fifth of the
+    time of a large import)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _import(store: Store, source: str, data: bytes, actor: JSONObject) -> JSONObject:
     snapshot = parse(data, source)
     with store.transaction() as tx:
         report = _merge(store, tx, snapshot, source, actor)
