@@ -22,6 +22,7 @@ from ctxkeeper.core.journal import JOURNAL_VERSION, canonical
 from ctxkeeper.core.model import (
     TOMBSTONE_STATUSES,
     clean_fields,
+    contract_floors,
     editable_view,
     revision_of,
     stored_problems,
@@ -181,7 +182,9 @@ def _merge(
     restated = _retire_restatements(before, targets, tips, groups, foreign, review, notes)
     for entry_id in restated:
         targets[entry_id], tips[entry_id] = teamlog.resolve(groups[entry_id], review)
-    _check_floors(store, tx, targets, before, groups, lines, source)
+    # An entry line parse() already held to the model needs only this project's own floors.
+    vetted = {str(entry["id"]): entry for _, entry in snapshot.entries}
+    _check_floors(store, tx, targets, before, groups, lines, source, vetted)
 
     last: dict[str, str] = {}
     for event in sorted(foreign, key=_order):
@@ -311,11 +314,15 @@ def _check_floors(
     groups: Mapping[str, list[Mapping[str, JSONValue]]],
     lines: Mapping[str, int],
     source: str,
+    vetted: Mapping[str, JSONObject],
 ) -> None:
     """Every entry the import makes live passes the model's checks and this project's
     floors, or nothing is written."""
+    contract = tx.config.floors == contract_floors()
     for entry_id, value in targets.items():
         if value is None or value == before.get(entry_id):
+            continue
+        if contract and vetted.get(entry_id) == value:
             continue
         view = {
             k: v for k, v in editable_view(value).items() if k not in ("valid_from", "valid_until")
