@@ -16,7 +16,7 @@ from typing import Final
 
 from ctxkeeper.core import fsutil, teamlog
 from ctxkeeper.core.errors import SnapshotError, StoreError
-from ctxkeeper.core.snapshotformat import SNAPSHOT_FILE, parse, render
+from ctxkeeper.core.snapshotformat import HEADER_LINE, SNAPSHOT_FILE, parse, render
 from ctxkeeper.core.snapshotpatch import CannotPatchError, patched
 
 TYPE_CHECKING = False
@@ -119,7 +119,7 @@ def write(
         # What a teammate's import would refuse must not leave this clone: the same checks
         # (the model, the secret scan) run on the bytes before they are written.
         fresh = [line for line in data.split(b"\n") if line and line not in checked]
-        parse(b"\n".join([render([], []).rstrip(b"\n"), *fresh]) + b"\n", target)
+        parse(b"\n".join([HEADER_LINE, *fresh]) + b"\n", target)
     except SnapshotError as exc:
         raise SnapshotError(
             target,

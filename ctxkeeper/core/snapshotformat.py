@@ -44,6 +44,8 @@ SNAPSHOT_VERSION: Final = 1
 HEADER_KEY: Final = "ctxkeeper_snapshot"
 ENTRY_KEY: Final = "entry"
 EVENT_KEY: Final = "journal"
+#: The first line of every snapshot (without its newline).
+HEADER_LINE: Final = json.dumps({HEADER_KEY: SNAPSHOT_VERSION}, separators=(",", ":")).encode()
 #: Limits on what a snapshot may hold: far above a real project (10,000 entries with 50,000
 #: events take about 60 MB), low enough that a hostile file cannot exhaust memory.
 MAX_BYTES: Final = 512 * 1024 * 1024
@@ -75,12 +77,11 @@ class Snapshot:
 
 def render(entries: Iterable[Mapping[str, JSONValue]], events: Iterable[JSONObject]) -> bytes:
     """The snapshot's bytes: the same entries and events always give the same bytes."""
-    lines = [_line({HEADER_KEY: SNAPSHOT_VERSION})]
+    lines = [HEADER_LINE + b"\n"]
     lines.extend(
-        _line({ENTRY_KEY: normal_entry(entry)})
-        for entry in sorted(entries, key=lambda item: str(item.get("id")))
+        entry_line(entry) + b"\n" for entry in sorted(entries, key=lambda item: str(item.get("id")))
     )
-    lines.extend(_line({EVENT_KEY: normal_event(event)}) for event in sorted(events, key=_order))
+    lines.extend(event_line(event) + b"\n" for event in sorted(events, key=_order))
     return b"".join(lines)
 
 
@@ -89,9 +90,19 @@ def _order(event: Mapping[str, JSONValue]) -> tuple[str, str, str]:
     return (str(event.get("id")), str(event.get("at")), str(event.get("event")))
 
 
-def _line(value: JSONValue) -> bytes:
+def _encode(value: JSONValue) -> bytes:
     # Only "\n" ends a line: json escapes it inside strings, and git's merge splits on it alone.
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def entry_line(entry: Mapping[str, JSONValue]) -> bytes:
+    """An entry's line, without its newline."""
+    return _encode({ENTRY_KEY: normal_entry(entry)})
+
+
+def event_line(event: Mapping[str, JSONValue]) -> bytes:
+    """An event's line, without its newline."""
+    return _encode({EVENT_KEY: normal_event(event)})
 
 
 def normal_entry(entry: Mapping[str, JSONValue]) -> JSONObject:

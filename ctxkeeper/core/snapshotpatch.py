@@ -18,10 +18,9 @@ from ctxkeeper.core import teamlog
 from ctxkeeper.core.snapshotformat import (
     ENTRY_KEY,
     EVENT_KEY,
-    HEADER_KEY,
-    SNAPSHOT_VERSION,
-    normal_entry,
-    normal_event,
+    HEADER_LINE,
+    entry_line,
+    event_line,
     parse,
 )
 
@@ -31,7 +30,6 @@ if TYPE_CHECKING:
 
     from ctxkeeper.core._types import JSONObject, JSONValue
 
-_HEADER: Final = json.dumps({HEADER_KEY: SNAPSHOT_VERSION}, separators=(",", ":")).encode()
 _ENTRY_PREFIX: Final = b'{"' + ENTRY_KEY.encode() + b'":{"id":"'
 _EVENT_PREFIX: Final = b'{"' + EVENT_KEY.encode() + b'":{"id":"'
 
@@ -40,13 +38,9 @@ class CannotPatchError(Exception):
     """The file is not laid out as this code writes it; the caller exports in full."""
 
 
-def _line(value: JSONValue) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
-
-
 def line_key(line: bytes) -> tuple[int, bytes, bytes, bytes]:
     """Where a line sorts: the header, then entries by id, then events by (id, at, event)."""
-    if line == _HEADER:
+    if line == HEADER_LINE:
         return (0, b"", b"", b"")
     if line.startswith(_ENTRY_PREFIX):
         end = line.find(b'"', len(_ENTRY_PREFIX))
@@ -70,7 +64,7 @@ def patched(
     lines = old.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
-    if not lines or lines[0] != _HEADER:
+    if not lines or lines[0] != HEADER_LINE:
         raise CannotPatchError("no header line")
     keys = [line_key(line) for line in lines]
     if keys != sorted(keys):
@@ -91,10 +85,10 @@ def patched(
         event["parents"] = [*sorted(str(p) for p in followed)]
         new_events.append(event)
         current[entry_id] = [str(record.get("event"))]
-    added = [_line({ENTRY_KEY: normal_entry(entries[i])}) for i in current if i in entries]
-    added += [_line({EVENT_KEY: normal_event(event)}) for event in new_events]
+    added = [entry_line(entries[i]) for i in current if i in entries]
+    added += [event_line(event) for event in new_events]
     # The new lines pass the checks a teammate's import applies; the old ones already did.
-    parse(b"\n".join([_HEADER, *added]) + b"\n", "snapshot.jsonl")
+    parse(b"\n".join([HEADER_LINE, *added]) + b"\n", "snapshot.jsonl")
     for entry_id in current:
         at = bisect.bisect_left(keys, (1, entry_id.encode(), b"", b""))
         if at < len(keys) and keys[at][:2] == (1, entry_id.encode()):

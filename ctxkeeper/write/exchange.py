@@ -88,9 +88,8 @@ def import_snapshot(
         )
     if not unseen(store.dir, source):
         # This clone wrote or imported exactly these bytes: it holds everything in them.
-        return {"path": source, "events_added": 0, "added": [], "updated": [], "removed": [],
-                "retired_restatements": [], "awaiting_review": [], "notes": [],
-                "unchanged": True, "total_entries": len(store.load().entries)}  # fmt: skip
+        entries = store.load().entries
+        return _report(source, entries, {}, [], [], [], len(entries))
     with _no_cycle_collection():
         return _import(store, source, data, actor)
 
@@ -206,7 +205,7 @@ def _merge(
                 extra={teamlog.RESOLVES: resolved},
             )
     notes.extend(_line_notes(snapshot, targets, groups))
-    report = _report(source, before, targets, foreign, restated, notes, tx)
+    report = _report(source, before, targets, foreign, restated, notes, len(tx.entries))
     report["local_only_events"] = local_only
     return report
 
@@ -374,7 +373,7 @@ def _report(
     foreign: list[JSONObject],
     restated: list[str],
     notes: list[str],
-    tx: Transaction,
+    total: int,
 ) -> JSONObject:
     added = sorted(i for i, v in targets.items() if v is not None and i not in before)
     changed = sorted(
@@ -392,7 +391,7 @@ def _report(
         "awaiting_review": review,
         "notes": list(notes),
         "unchanged": not foreign,
-        "total_entries": len(tx.entries),
+        "total_entries": total,
     }
 
 
