@@ -151,6 +151,7 @@ def _merge(
     foreign: list[JSONObject] = []
     for event_id, (line, event) in snapshot.events.items():
         mine = known.get(event_id)
+        # con-018-2cde: a copy this clone holds is kept as it is, purged or not.
         if mine is None:
             foreign.append(event)
             lines[event_id] = line
@@ -225,7 +226,8 @@ def _derived_id(*parts: str) -> str:
 
 def _hand_added(entry: JSONObject) -> JSONObject:
     """The event for an entry line no event produced (added to the file by hand): it arrives
-    ``proposed`` with origin ``import``, whatever it claims, for a person to review."""
+    ``proposed`` with origin ``import``, whatever it claims, for a person to review. Entries
+    that come with their events keep the origin those give (dec-021-9a5b)."""
     after = normal_entry({**entry, "status": "proposed", "origin": "import"})
     return {
         "version": JOURNAL_VERSION,
