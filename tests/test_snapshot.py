@@ -321,3 +321,43 @@ class TestPatchedRefresh:
             assert patched(old, records[seen:], entries) == new
             assert render(entries.values(), teamlog.team_events(records)) == new
             assert new != old
+
+
+class TestEdges:
+    def test_the_patch_refuses_what_it_did_not_lay_out(self) -> None:
+        from ctxkeeper.core.snapshotpatch import CannotPatchError, line_key, patched
+
+        with pytest.raises(CannotPatchError):
+            patched(b'{"entry":{"id":"x"}}\n', [], {})  # no header line
+        header = b'{"ctxkeeper_snapshot":1}\n'
+        later = b'{"entry":{"id":"dec-002-aaaa","kind":"decision"}}\n'
+        earlier = b'{"entry":{"id":"dec-001-aaaa","kind":"decision"}}\n'
+        with pytest.raises(CannotPatchError):
+            patched(header + later + earlier, [], {})  # out of order
+        with pytest.raises(CannotPatchError):
+            line_key(b'{"journal":{"at":"x"}}')
+        assert patched(header + earlier + later, [], {}) == header + earlier + later  # control
+
+    def test_a_file_laid_out_by_hand_is_rebuilt_on_the_next_write(self, filled: Store) -> None:
+        path = snapshot.default_path(filled.dir)
+        lines = _snap(filled).splitlines(keepends=True)
+        shuffled = lines[:1] + list(reversed(lines[1:]))
+        with open(path, "wb") as handle:
+            handle.write(b"".join(shuffled))
+        snapshot.remember(filled.dir, path, b"".join(shuffled))  # as if this clone wrote it
+        record_entry(
+            filled,
+            "decision",
+            decision_fields(summary="Keep invoices in UTC everywhere"),
+            actor=user_actor(),
+        )
+        rebuilt = _snap(filled).splitlines()
+        assert rebuilt[1:] == sorted(rebuilt[1:], key=lambda line: line[:9])  # entries, then events
+        assert len(rebuilt) == len(lines) + 2
+
+    def test_merge_driver_usage_and_git_set_up_outside_git(self, project: Path) -> None:
+        from ctxkeeper.core.errors import StoreError
+
+        assert mergedriver.main(["only-one"]) == 2
+        with pytest.raises(StoreError):
+            gitsetup.register_driver(str(project))
