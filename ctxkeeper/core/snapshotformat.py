@@ -156,13 +156,19 @@ def secret_in(
     for line, entry in entries:
         hit = _scan(entry, checked)
         if hit:
-            return line, f"entry {entry.get('id')} field {hit[0]!r} holds a {hit[1]}"
+            return line, f"entry {entry.get('id')} field {hit[0]!r} holds {_a(hit[1])}"
     for line, event in events:
         after = event.get("after")
         hit = _scan({"after": after, "reason": event.get("reason")}, checked)
         if hit:
-            return line, f"a journal event of {event.get('id')} (field {hit[0]!r}) holds a {hit[1]}"
+            where = f"a journal event of {event.get('id')} (field {hit[0]!r})"
+            return line, f"{where} holds {_a(hit[1])}"
     return None
+
+
+def _a(kind: str) -> str:
+    """``a GitHub token``, ``an AWS access key id``."""
+    return f"{'an' if kind[:1].lower() in 'aeio' else 'a'} {kind}"
 
 
 def _scan(value: Mapping[str, JSONValue], checked: set[str]) -> tuple[str, str] | None:
@@ -232,7 +238,7 @@ def parse(data: bytes, path: str) -> Snapshot:
             raise SnapshotError(
                 path,
                 number,
-                f"the line is malformed where it holds a {kind} (not shown here); remove the "
+                f"the line is malformed where it holds {_a(kind)} (not shown here); remove the "
                 "secret from the file before importing",
             ) from None
     if not header:

@@ -16,7 +16,7 @@ import itertools
 import os
 from typing import Final
 
-from ctxkeeper.core import fsutil, teamlog, times
+from ctxkeeper.core import fsutil, snapshotformat, teamlog, times
 from ctxkeeper.core.errors import CtxkeeperError, SnapshotError, UsageError
 from ctxkeeper.core.journal import JOURNAL_VERSION, canonical
 from ctxkeeper.core.model import (
@@ -81,6 +81,15 @@ def import_snapshot(
     """
     store.require()
     source = os.path.abspath(path) if fence == "none" and path else resolve_path(store, path)
+    try:
+        size = os.stat(source).st_size
+    except OSError:
+        size = 0
+    if size > snapshotformat.MAX_BYTES:
+        # Refused before reading: the limit is there so a hostile file cannot fill memory.
+        raise SnapshotError(
+            source, None, f"{size} bytes is over the {snapshotformat.MAX_BYTES}-byte limit"
+        )
     data = fsutil.read_bytes(source)
     if data is None:
         raise SnapshotError(
