@@ -25,7 +25,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from ctxkeeper.core._types import JSONObject, JSONValue
+    from ctxkeeper.core._types import JSONObject
     from ctxkeeper.core.store import Store
 
 #: Verbs only a person at a terminal may run (DESIGN.md, "Review policy").
@@ -325,11 +325,6 @@ def _store(args: _Args) -> Store:
     return store
 
 
-def _emit(args: _Args, data: JSONValue, text: str) -> int:
-    print(json.dumps(data, indent=2, ensure_ascii=False) if args.json else text)
-    return 0
-
-
 def _style(args: _Args) -> term.Style:
     """Colour only on a terminal, and never with ``--no-color``, ``NO_COLOR`` or ``--json``."""
     return term.Style.for_stream(sys.stdout, no_color=args.no_color or args.json)
@@ -356,7 +351,7 @@ def _init(args: _Args) -> int:
     text = f"initialised {store.dir}" + (
         f" (created {', '.join(created)})" if created else " (already there)"
     )
-    return _emit(args, {"dir": store.dir, "created": list(created)}, text)
+    return views.emit(args, {"dir": store.dir, "created": list(created)}, text)
 
 
 def _interactive() -> bool:
@@ -426,7 +421,7 @@ def _add(args: _Args) -> int:
         supersedes=list(supersedes) if isinstance(supersedes, list) else None,
     )
     lines = views.record_lines(result, _style(args), room=_room())
-    return _emit(args, result, "\n".join(lines))
+    return views.emit(args, result, "\n".join(lines))
 
 
 def _list(args: _Args) -> int:
@@ -436,12 +431,12 @@ def _list(args: _Args) -> int:
     if args.statuses:
         entries = [e for e in entries if e.get("status") in args.statuses]
     text = views.entry_table(entries, _style(args), room=_clip_room())
-    return _emit(args, {"results": list(entries), "total": len(entries)}, text)
+    return views.emit(args, {"results": list(entries), "total": len(entries)}, text)
 
 
 def _show(args: _Args) -> int:
     entry = _store(args).get(_checked_id(args.id))
-    return _emit(args, entry, views.entry_view(entry, _style(args), room=_room()))
+    return views.emit(args, entry, views.entry_view(entry, _style(args), room=_room()))
 
 
 def _checked_id(entry_id: str) -> str:
@@ -475,7 +470,7 @@ def _history(args: _Args) -> int:
     assert isinstance(history, list)
     purged = result["entry"] is None
     text = views.history_view(entry_id, history, _style(args), room=_room(), purged=purged)
-    return _emit(args, result, text)
+    return views.emit(args, result, text)
 
 
 _HISTORY_KEYS = ("seq", "at", "op", "actor", "reason", "before", "after")
@@ -495,14 +490,14 @@ def _search(args: _Args) -> int:
         },
     )
     text = views.search_text(result, _style(args), room=_clip_room())
-    return _emit(args, result, text)
+    return views.emit(args, result, text)
 
 
 def _status(args: _Args) -> int:
     from ctxkeeper.cli import statusreport
 
     data = statusreport.gather(_store(args))
-    _emit(args, data, statusreport.render_text(data, _style(args), room=_room()))
+    views.emit(args, data, statusreport.render_text(data, _style(args), room=_room()))
     journal = data.get("journal")
     if data.get("problem") or (isinstance(journal, dict) and not journal.get("ok")):
         print(
@@ -536,7 +531,7 @@ def _review(args: _Args) -> int:
         "changes": list(changes),
         "total": len(pending) + len(changes),
     }
-    return _emit(args, data, "")
+    return views.emit(args, data, "")
 
 
 def _refuse_under_agent(verb: str) -> None:
@@ -593,7 +588,7 @@ def _human(args: _Args) -> int:
         found = forget.report(store, args.id, forget.texts_of(purged))
         lines += found
         data["report"] = list(found)
-    return _emit(args, data, "\n".join(lines))
+    return views.emit(args, data, "\n".join(lines))
 
 
 def _doctor(args: _Args) -> int:
@@ -605,7 +600,7 @@ def _doctor(args: _Args) -> int:
     if report.needs_confirmation:
         lines = [f"would lose: {item}" for item in report.would_lose]
         if args.json:
-            _emit(args, report.as_json(), "")
+            views.emit(args, report.as_json(), "")
             print(
                 "ctxkeeper: the repair would lose what `would_lose` lists, so nothing was "
                 "changed; run `ctxkeeper doctor --repair` at a terminal to confirm",
@@ -638,7 +633,7 @@ def _doctor(args: _Args) -> int:
                 "red",
             )
         )
-    _emit(args, report.as_json(), "\n".join(lines))
+    views.emit(args, report.as_json(), "\n".join(lines))
     return 0 if report.ok else 1
 
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+
+from ctxkeeper.cli import views
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ctxkeeper.core._types import JSONObject
     from ctxkeeper.core.store import Store
 
 EXPORT_FORMATS = ("snapshot", "rules", "markdown", "agents")
@@ -38,11 +38,6 @@ def add_parsers(
     driver.add_argument("files", nargs=3)
 
 
-def _emit(args: argparse.Namespace, data: JSONObject, text: str) -> int:
-    print(json.dumps(data, indent=2, ensure_ascii=False) if args.json else text)
-    return 0
-
-
 def export(args: argparse.Namespace) -> int:
     from ctxkeeper.core.store import Store
     from ctxkeeper.write.exchange import export_snapshot
@@ -51,7 +46,7 @@ def export(args: argparse.Namespace) -> int:
     if args.format != "snapshot":
         return _export_projection(args, store)
     result = export_snapshot(store, args.path)
-    return _emit(args, result, f"wrote {result['path']}; commit it with the code it explains")
+    return views.emit(args, result, f"wrote {result['path']}; commit it with the code it explains")
 
 
 def _export_projection(args: argparse.Namespace, store: Store) -> int:
@@ -65,7 +60,7 @@ def _export_projection(args: argparse.Namespace, store: Store) -> int:
             "writes to its fixed place in the project"
         )
     report = export_projection(store, args.format)
-    return _emit(args, report.to_json(), report.text())
+    return views.emit(args, report.to_json(), report.text())
 
 
 def import_(args: argparse.Namespace) -> int:
@@ -77,7 +72,7 @@ def import_(args: argparse.Namespace) -> int:
     report = import_snapshot(store, args.file, actor=user_actor(), fence="none")
     notes = report.get("notes")
     lines = [summary_line(report), *map(str, notes if isinstance(notes, list) else [])]
-    return _emit(args, report, "\n".join(lines))
+    return views.emit(args, report, "\n".join(lines))
 
 
 def merge_driver(args: argparse.Namespace) -> int:

@@ -435,3 +435,9 @@ def record_lines(result: JSONObject, style: term.Style, *, room: int) -> list[st
         lines.append(entry_view(entry, style, room=room))
     lines.extend(similar_lines(result))
     return lines
+
+
+def emit(args: object, data: JSONValue, text: str) -> int:
+    """Print a verb's result: JSON with ``--json``, else its text; exit status 0."""
+    print(json.dumps(data, indent=2, ensure_ascii=False) if getattr(args, "json", False) else text)
+    return 0

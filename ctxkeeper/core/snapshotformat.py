@@ -81,12 +81,13 @@ def render(entries: Iterable[Mapping[str, JSONValue]], events: Iterable[JSONObje
     lines.extend(
         entry_line(entry) + b"\n" for entry in sorted(entries, key=lambda item: str(item.get("id")))
     )
-    lines.extend(event_line(event) + b"\n" for event in sorted(events, key=_order))
+    lines.extend(event_line(event) + b"\n" for event in sorted(events, key=event_order))
     return b"".join(lines)
 
 
-def _order(event: Mapping[str, JSONValue]) -> tuple[str, str, str]:
-    # Grouped by entry, so a teammate's new events land beside that entry's history in a diff.
+def event_order(event: Mapping[str, JSONValue]) -> tuple[str, str, str]:
+    """Where an event's line sorts: grouped by entry, so a teammate's new events land beside
+    that entry's history in a diff."""
     return (str(event.get("id")), str(event.get("at")), str(event.get("event")))
 
 

@@ -28,7 +28,7 @@ from ctxkeeper.core.model import (
     stored_problems,
 )
 from ctxkeeper.core.snapshot import default_path, unseen
-from ctxkeeper.core.snapshotformat import Snapshot, normal_entry, parse, same_event
+from ctxkeeper.core.snapshotformat import Snapshot, event_order, normal_entry, parse, same_event
 from ctxkeeper.core.snapshotpatch import CannotPatchError, line_key
 from ctxkeeper.write.similarity import matching_tombstone
 
@@ -193,10 +193,10 @@ def _merge(
         targets[entry_id], tips[entry_id] = teamlog.resolve(groups[entry_id], review)
     # An entry line parse() already held to the model needs only this project's own floors.
     vetted = {str(entry["id"]): entry for _, entry in snapshot.entries}
-    _check_floors(store, tx, targets, before, groups, lines, source, vetted)
+    _check_live(store, tx, targets, before, groups, lines, source, vetted)
 
     last: dict[str, str] = {}
-    for event in sorted(foreign, key=_order):
+    for event in sorted(foreign, key=event_order):
         # Its before-value is the version its parents name, already in the journal: kept as
         # null rather than a second copy (get_entry shows it from the parents).
         tx.adopt(event, None)
@@ -218,10 +218,6 @@ def _merge(
     report = _report(source, before, targets, foreign, restated, notes, len(tx.entries))
     report["local_only_events"] = local_only
     return report
-
-
-def _order(event: Mapping[str, JSONValue]) -> tuple[str, str, str]:
-    return (str(event["id"]), str(event["at"]), str(event["event"]))
 
 
 def _list(value: JSONValue) -> list[JSONValue]:
@@ -316,7 +312,7 @@ def _retire_restatements(
     return retired
 
 
-def _check_floors(
+def _check_live(
     store: Store,
     tx: Transaction,
     targets: Mapping[str, JSONObject | None],
