@@ -58,6 +58,62 @@ class TestChain:
         problems = journal.verify_chain(records)
         assert any(message in p for p in problems), problems
 
+    def test_sealed_lines_are_the_canonical_encoding(self) -> None:
+        # The journal line reuses the encoding of `after`; it must be byte-identical to a
+        # plain canonical encoding of the record, whatever the record holds.
+        tricky: JSONObject = {
+            "id": "con-009-abcd",
+            "rule": 'quote " and \\ and \u00e9 and \x00 nul',
+            "n": [1, {"b": 2, "a": None}],
+        }
+        events = [
+            journal.make_event(
+                op="record",
+                entry_id="con-009-abcd",
+                before=None,
+                after=tricky,
+                actor=ACTOR,
+                reason="why",
+                at="2026-11-30T09:15:00Z",
+            ),
+            journal.make_event(
+                op="purge",
+                entry_id="con-009-abcd",
+                before=journal.redacted(tricky),
+                after=None,
+                actor=ACTOR,
+                reason=None,
+                at="2026-11-30T09:16:00Z",
+            ),
+            journal.make_event(
+                op="update",
+                entry_id="con-009-abcd",
+                before=tricky,
+                after=journal.redacted(tricky),
+                actor=ACTOR,
+                reason=None,
+                at="2026-11-30T09:17:00Z",
+            ),
+            {
+                **journal.make_event(
+                    op="record",
+                    entry_id="con-008-abcd",
+                    before=None,
+                    after={"id": "con-008-abcd"},
+                    actor=ACTOR,
+                    reason=None,
+                    at="2026-11-30T09:18:00Z",
+                ),
+                "version": 1,
+            },
+        ]
+        sealed = journal.sealed(events, seq=4, head="a" * 64, tx="t")
+        records = [record for record, _line in sealed]
+        assert b"".join(line for _record, line in sealed) == journal.encode(records)
+        assert records == journal.chain(events, seq=4, head="a" * 64, tx="t")
+        assert [r["hash"] for r in records] == [journal.record_hash(r) for r in records]
+        assert journal.verify_chain(records, seq=4, head="a" * 64) == []
+
 
 class TestParse:
     def test_round_trip_and_torn_tail(self) -> None:

@@ -119,8 +119,19 @@ def chain(events: Iterable[JSONObject], *, seq: int, head: str, tx: str) -> list
     Every record carries the transaction id and size (dec-003-6c23), so recovery can tell a transaction
     that reached the disk whole from one torn by a crash.
     """
+    return [record for record, _line in sealed(events, seq=seq, head=head, tx=tx)]
+
+
+def sealed(
+    events: Iterable[JSONObject], *, seq: int, head: str, tx: str
+) -> list[tuple[JSONObject, bytes]]:
+    """:func:`chain`, with each record's journal line (its canonical bytes and newline).
+
+    A record's ``after`` is most of its bytes; it is encoded once, for both its digest and
+    the line (an import adopts tens of thousands of records).
+    """
     batch = list(events)
-    chained: list[JSONObject] = []
+    out: list[tuple[JSONObject, bytes]] = []
     for offset, event in enumerate(batch, start=1):
         record: JSONObject = {
             "seq": seq + offset,
@@ -129,9 +140,39 @@ def chain(events: Iterable[JSONObject], *, seq: int, head: str, tx: str) -> list
             "tx_size": len(batch),
             "prev": head,
         }
-        record["hash"] = head = record_hash(record)
-        chained.append(record)
-    return chained
+        after, version = record.get("after"), record.get("version", 1)
+        digested = isinstance(version, int) and version >= 2  # as in record_hash
+        after_bytes = (
+            canonical(after)
+            if digested and isinstance(after, dict) and not is_redacted(after)
+            else None
+        )
+        if after_bytes is None:
+            record["hash"] = head = record_hash(record)
+            out.append((record, canonical(record) + b"\n"))
+            continue
+        body = {key: value for key, value in record.items() if key != "hash"}
+        body["after"] = hashlib.sha256(after_bytes).hexdigest()
+        for name in ("before", "reason"):
+            body[name] = value_digest(body.get(name))
+        record["hash"] = head = hashlib.sha256(canonical(body)).hexdigest()
+        out.append((record, _spliced(record, after_bytes)))
+    return out
+
+
+#: Stands in for ``after`` while the rest of a record is encoded. No text the journal holds
+#: can spell it: it is a control character and a per-process random nonce.
+_AFTER_MARK: Final = "\x00" + secrets.token_hex(16)
+_AFTER_MARK_BYTES: Final = canonical(_AFTER_MARK)
+
+
+def _spliced(record: JSONObject, after_bytes: bytes) -> bytes:
+    """``canonical(record)``, reusing the encoding of its ``after``: JSON encodes a value the
+    same wherever it sits, so the bytes are identical."""
+    line = canonical({**record, "after": _AFTER_MARK})
+    if line.count(_AFTER_MARK_BYTES) != 1:
+        return canonical(record) + b"\n"
+    return line.replace(_AFTER_MARK_BYTES, after_bytes) + b"\n"
 
 
 def encode(records: Iterable[JSONObject]) -> bytes:

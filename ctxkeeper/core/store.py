@@ -408,14 +408,16 @@ class Store:
         """Append the records to the journal, then write the entries; return the records."""
         jpath = self.path(JOURNAL_FILE)
         records: list[JSONObject] = []
+        lines: list[bytes] = []
         seq, head = state.seq, state.head
         for group in (manual, events):
             if group:
-                chained = journal.chain(group, seq=seq, head=head, tx=journal.new_tx_id())
-                seq, head = int(str(chained[-1]["seq"])), str(chained[-1]["hash"])
-                records.extend(chained)
+                chained = journal.sealed(group, seq=seq, head=head, tx=journal.new_tx_id())
+                seq, head = int(str(chained[-1][0]["seq"])), str(chained[-1][0]["hash"])
+                records.extend(record for record, _line in chained)
+                lines.extend(line for _record, line in chained)
         if records:
-            data = journal.encode(records)
+            data = b"".join(lines)
             size = journalfile.identity(jpath)
             if (size["size"] if size else 0) != state.journal_bytes:
                 raise StoreError(f"{jpath} changed while the store was locked; retry")
