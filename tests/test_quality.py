@@ -236,6 +236,19 @@ class TestLikelyDuplicate:
         deprecate_entry(store, retired, "Replaced by the broader rule on card data.", actor=USER)
         assert flagged(findings(store), "likely_duplicate") == [sorted([live, again])]
 
+    def test_a_hook_may_skip_the_check_on_a_large_store(self, store: Store) -> None:
+        rule = "Never log full credit card numbers in application logs"
+        add(store, rule=rule, tags=[])
+        add(store, rule=rule.lower() + " at all", tags=[])
+        entries = list(store.load().entries.values())
+        full = scan(entries, floors=contract_floors(), instant=NOW, duplicates_up_to=2)
+        skipped = scan(entries, floors=contract_floors(), instant=NOW, duplicates_up_to=1)
+        assert flagged(full, "likely_duplicate")
+        assert not flagged(skipped, "likely_duplicate")
+        assert flagged(skipped, "no_tags") == flagged(full, "no_tags") != []
+        assert "checks for likely duplicates" in str(summary_line(skipped, duplicates=False))
+        assert "checks for likely duplicates" not in str(summary_line(full))
+
     def test_the_prefix_filter_finds_every_pair_a_full_comparison_finds(self) -> None:
         # A small vocabulary, so many statements overlap and the filter is really exercised.
         rng = random.Random(11)

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 #: Claude Code moves hook text over 10,000 characters to a file; stay below it.
 CONTEXT_CAP = 9500
 UNVERIFIED_DAYS = 90
+#: The compaction note looks for likely duplicates up to this many live entries: beyond it
+#: the check alone passes a second (PreCompact's timeout is 5 s; bench/quality.py measures).
+HOOK_DUPLICATES_UP_TO = 3000
 GATE_NOTE = (
     "Hard constraints scoped to files hold back the first edit of each file they govern in a "
     "session: that edit is denied with the constraints as the reason. The denial is expected; "
@@ -154,16 +157,24 @@ def _quality_notes(store: Store, event: str) -> list[str]:
     import time
 
     from ctxkeeper.core import times
+    from ctxkeeper.core.model import LIVE_STATUSES
     from ctxkeeper.plugin.hookio import log_error
-    from ctxkeeper.read.quality import scan, summary_line
+    from ctxkeeper.read.quality import duplicates_checked, scan, summary_line
 
     notes: list[str] = []
     try:
         entries = list(store.load().entries.values())
-        line = summary_line(scan(entries, floors=store.config().floors, instant=times.now()))
+        found = scan(
+            entries,
+            floors=store.config().floors,
+            instant=times.now(),
+            duplicates_up_to=HOOK_DUPLICATES_UP_TO,
+        )
     except Exception as exc:  # noqa: BLE001 - advice must never cost the session its context
         log_error(store.dir, event, f"quality scan failed: {type(exc).__name__}: {exc}")
         return notes
+    live = sum(1 for entry in entries if entry.get("status") in LIVE_STATUSES)
+    line = summary_line(found, duplicates=duplicates_checked(live, HOOK_DUPLICATES_UP_TO))
     if line:
         notes.append(line)
     cutoff = time.strftime("%Y-%m-%d", time.gmtime(time.time() - UNVERIFIED_DAYS * 86400))

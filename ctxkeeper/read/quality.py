@@ -75,6 +75,7 @@ __all__ = [
     "RATIONALE_FIELDS",
     "Finding",
     "count_by_code",
+    "duplicates_checked",
     "named_paths",
     "scan",
     "summary_line",
@@ -215,16 +216,26 @@ def _id(entry: Mapping[str, object]) -> str:
 
 
 def scan(
-    entries: Iterable[Mapping[str, object]], *, floors: Floors, instant: datetime
+    entries: Iterable[Mapping[str, object]],
+    *,
+    floors: Floors,
+    instant: datetime,
+    duplicates_up_to: int | None = None,
 ) -> list[Finding]:
     """Every finding for these entries (see the module docstring), in :data:`CODES` order,
-    then by entry id. ``floors`` are the configured ones (``store.config().floors``)."""
+    then by entry id. ``floors`` are the configured ones (``store.config().floors``).
+
+    :param duplicates_up_to: look for likely duplicates only when there are at most this many
+        live entries (None: always). The duplicate check is the one that grows faster than the
+        store; a hook with a time limit skips it on a large store (:func:`duplicates_checked`).
+    """
     everything = sorted(entries, key=_id)
     live = [entry for entry in everything if entry.get("status") in LIVE_STATUSES]
     findings: list[Finding] = []
     findings += _bad_validity(everything)
     findings += _expired(live, instant)
-    findings += _duplicates(live)
+    if duplicates_checked(len(live), duplicates_up_to):
+        findings += _duplicates(live)
     findings += _unscoped_path_rules(live)
     findings += _thin(live, floors)
     findings += [
@@ -239,6 +250,11 @@ def scan(
     ]
     findings += _isolated(everything, live)
     return findings
+
+
+def duplicates_checked(live: int, duplicates_up_to: int | None) -> bool:
+    """Whether :func:`scan` looks for duplicates among ``live`` live entries."""
+    return duplicates_up_to is None or live <= duplicates_up_to
 
 
 def _bad_validity(entries: list[Mapping[str, object]]) -> list[Finding]:
@@ -487,10 +503,15 @@ def _counted(code: str, count: int) -> str:
     return f"{count} {one if count == 1 else more}"
 
 
-def summary_line(findings: Iterable[Finding]) -> str | None:
-    """One line of counts for the person, None when there is nothing to say."""
+def summary_line(findings: Iterable[Finding], *, duplicates: bool = True) -> str | None:
+    """One line of counts for the person, None when there is nothing to say.
+
+    :param duplicates: False when the scan skipped the duplicate check (``duplicates_up_to``);
+        the line then says that ``doctor --quality`` makes it.
+    """
     counts = count_by_code(findings)
     if not counts:
         return None
     parts = ", ".join(_counted(code, count) for code, count in counts.items())
-    return f"quality scan: {parts} (`ctxkeeper doctor --quality` lists them)"
+    also = "" if duplicates else " and checks for likely duplicates"
+    return f"quality scan: {parts} (`ctxkeeper doctor --quality` lists them{also})"
