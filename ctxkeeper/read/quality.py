@@ -52,6 +52,7 @@ The heuristics, exactly (``live`` = status ``active`` or ``proposed``; every heu
 
 from __future__ import annotations
 
+import gc
 import math
 import re
 from typing import Final, TypedDict
@@ -229,6 +230,23 @@ def scan(
         live entries (None: always). The duplicate check is the one that grows faster than the
         store; a hook with a time limit skips it on a large store (:func:`duplicates_checked`).
     """
+    # The scan builds hundreds of thousands of small containers and no reference cycles; the
+    # cyclic collector would walk them again and again (measured: half the time at 10,000).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _scan(list(entries), floors, instant, duplicates_up_to)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _scan(
+    entries: list[Mapping[str, object]],
+    floors: Floors,
+    instant: datetime,
+    duplicates_up_to: int | None,
+) -> list[Finding]:
     everything = sorted(entries, key=_id)
     live = [entry for entry in everything if entry.get("status") in LIVE_STATUSES]
     findings: list[Finding] = []
