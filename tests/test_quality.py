@@ -478,3 +478,24 @@ class TestCompactionNote:
         assert "quality scan" not in result.stdout
         log = Path(store.dir, "cache", "hook-errors.log").read_text()
         assert "quality scan failed: RuntimeError: scan exploded" in log
+
+
+def test_the_benchmark_runs_at_a_tiny_size() -> None:
+    """bench/quality.py cannot rot: it runs, and its duplicate check agrees with every pair."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(REPO_ROOT, "bench", "quality.py"),
+            *("--entries", "60", "--hook-entries", "30", "--runs", "1", "--check-pairs", "120"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        env={k: v for k, v in os.environ.items() if not k.startswith("CLAUDE")},
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "60 entries: scan" in proc.stdout
+    assert "same: True" in proc.stdout
+    assert "PreCompact hook at 30 entries" in proc.stdout
