@@ -67,6 +67,7 @@ class _Args(argparse.Namespace):
     statuses: list[str] | None
     kinds: list[str] | None
     repair: bool
+    quality: bool
     query: str
     path: str | None
     budget: int
@@ -170,6 +171,11 @@ def _parser() -> argparse.ArgumentParser:
     doctor = sub.add_parser("doctor", parents=[common], help="verify journal and entries")
     doctor.add_argument(
         "--repair", action="store_true", help="rebuild a corrupt entries.json from the journal"
+    )
+    doctor.add_argument(
+        "--quality",
+        action="store_true",
+        help="list advice on thin, untagged, isolated, duplicate or expired entries (read-only)",
     )
 
     for verb, text in (
@@ -596,6 +602,8 @@ def _doctor(args: _Args) -> int:
     from ctxkeeper.write.verbs import user_actor
 
     store = _store(args)
+    if args.quality:
+        return _doctor_quality(args, store)
     report = run_doctor(store, actor=user_actor(), repair=args.repair)
     if report.needs_confirmation:
         lines = [f"would lose: {item}" for item in report.would_lose]
@@ -635,6 +643,17 @@ def _doctor(args: _Args) -> int:
         )
     views.emit(args, report.as_json(), "\n".join(lines))
     return 0 if report.ok else 1
+
+
+def _doctor_quality(args: _Args, store: Store) -> int:
+    """Findings are advice, not failure: exit 0 whatever they say (1 only if the store cannot
+    be read). Read-only, so it is refused beside ``--repair``."""
+    from ctxkeeper.cli.doctor import run_quality
+
+    if args.repair:
+        _fail("--quality only reads; run `ctxkeeper doctor --repair` on its own", 2)
+    report = run_quality(store)
+    return views.emit(args, report.as_json(), "\n".join(report.lines()))
 
 
 def _demo(args: _Args) -> int:

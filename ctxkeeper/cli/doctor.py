@@ -33,7 +33,8 @@ from ctxkeeper.core.store import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ctxkeeper.core._types import JSONObject
+    from ctxkeeper.core._types import JSONObject, JSONValue
+    from ctxkeeper.read.quality import Finding
 
 #: A temporary file younger than this may belong to a write in progress: leave it alone.
 ORPHAN_AGE_S = 60.0
@@ -426,3 +427,58 @@ def _backup(path: str, data: bytes, label: str) -> str:
         handle.flush()
         os.fsync(handle.fileno())
     return target
+
+
+# -- quality (``doctor --quality``) ----------------------------------------------------------
+
+
+@dataclass
+class QualityReport:
+    """What ``doctor --quality`` found: advice on the live entries (see read/quality.py)."""
+
+    entries: int
+    live: int
+    findings: list[Finding]
+
+    def as_json(self) -> JSONObject:
+        from ctxkeeper.read.quality import count_by_code
+
+        findings: list[JSONValue] = []
+        for finding in self.findings:
+            ids: list[JSONValue] = [*finding["ids"]]
+            findings.append({"code": finding["code"], "ids": ids, "message": finding["message"]})
+        counts: JSONObject = {**count_by_code(self.findings)}
+        return {"entries": self.entries, "live": self.live, "counts": counts, "findings": findings}
+
+    def lines(self) -> list[str]:
+        """The findings grouped by code, each group headed by its count; stored text shown
+        visibly (an entry is untrusted text, con-008)."""
+        from ctxkeeper.read.quality import LABELS, count_by_code
+        from ctxkeeper.read.render import visible
+
+        counts = count_by_code(self.findings)
+        if not counts:
+            return [f"ok: no quality findings in {self.live} live entries"]
+        lines: list[str] = []
+        for code, count in counts.items():
+            one, more = LABELS.get(code, (code, code))
+            lines.append(f"{code}: {count} {one if count == 1 else more}")
+            lines += [f"  - {visible(f['message'])}" for f in self.findings if f["code"] == code]
+        lines.append(
+            f"{len(self.findings)} finding(s) in {self.live} live entries: advice, nothing is "
+            "broken. Change an entry with the agent's update_entry or deprecate_entry, or edit "
+            ".context/entries.json and run `ctxkeeper doctor`, which journals the edit."
+        )
+        return lines
+
+
+def run_quality(store: Store) -> QualityReport:
+    """The quality scan of the store as it reads now: advice, never a change (read-only)."""
+    from ctxkeeper.core.model import LIVE_STATUSES
+    from ctxkeeper.read.quality import scan
+
+    store.require()
+    entries = list(store.load().entries.values())
+    findings = scan(entries, floors=store.config().floors, instant=times.now())
+    live = sum(1 for entry in entries if entry.get("status") in LIVE_STATUSES)
+    return QualityReport(entries=len(entries), live=live, findings=findings)

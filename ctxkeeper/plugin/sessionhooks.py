@@ -3,7 +3,7 @@
 Not on the per-edit path, so these may load the store and the summary. SessionStart output
 depends only on the store, never on the clock or a random order, so an unchanged store gives
 byte-identical context (the prompt cache stays warm); the one exception is the quality note
-after compaction, which counts entries unverified for 90 days.
+after compaction, which reads the clock (expired entries, entries unverified for 90 days).
 """
 
 from __future__ import annotations
@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 #: Claude Code moves hook text over 10,000 characters to a file; stay below it.
 CONTEXT_CAP = 9500
 UNVERIFIED_DAYS = 90
+#: The compaction note looks for likely duplicates up to this many live entries: beyond it
+#: the check alone passes a second (PreCompact's timeout is 5 s; bench/quality.py measures).
+HOOK_DUPLICATES_UP_TO = 3000
 GATE_NOTE = (
     "Hard constraints scoped to files hold back the first edit of each file they govern in a "
     "session: that edit is denied with the constraints as the reason. The denial is expected; "
@@ -103,7 +106,11 @@ def session_start(ctx: HookContext) -> JSONObject | None:
         }
     }
     note = _person_note(
-        store, int(str(summary.get("pending_review", 0))), compacted=compacted, arrived=arrived
+        store,
+        int(str(summary.get("pending_review", 0))),
+        compacted=compacted,
+        arrived=arrived,
+        event="SessionStart",
     )
     if note:
         answer["systemMessage"] = note
@@ -128,46 +135,57 @@ def _import_team_snapshot(store: Store) -> str | None:
 
 
 def _person_note(
-    store: Store, pending: int, *, compacted: bool, arrived: str | None = None
+    store: Store, pending: int, *, compacted: bool, arrived: str | None = None, event: str
 ) -> str | None:
     notes = [arrived] if arrived else []
     if pending:
-        notes.append(f"{pending} entr{'y' if pending == 1 else 'ies'} awaiting review")
+        notes.append(
+            f"{pending} entr{'y' if pending == 1 else 'ies'} awaiting review "
+            "(`ctxkeeper review` in your terminal)"
+        )
     if compacted:
-        thin, unverified = _quality(store)
-        if thin:
-            notes.append(f"{thin} active entr{'y' if thin == 1 else 'ies'} close to the floors")
-        if unverified:
-            notes.append(f"{unverified} not verified for {UNVERIFIED_DAYS}+ days")
+        notes += _quality_notes(store, event)
     if not notes:
         return None
-    hint = " (`ctxkeeper review` in your terminal)" if pending else ""
-    return "ctxkeeper: " + "; ".join(notes) + hint + "."
+    return "ctxkeeper: " + "; ".join(notes) + "."
 
 
-def _quality(store: Store) -> tuple[int, int]:
-    """Active entries whose text is within 1.5x the floors, and those unverified for long."""
+def _quality_notes(store: Store, event: str) -> list[str]:
+    """The quality scan's counts in one clause (read/quality.py), and the active entries
+    unverified for :data:`UNVERIFIED_DAYS`. Fails open: a scan that breaks is logged to
+    ``hook-errors.log`` and left out, and the rest of the hook's answer still goes out."""
     import time
 
-    from ctxkeeper.core.model import TEXT_FIELDS
+    from ctxkeeper.core import times
+    from ctxkeeper.core.model import LIVE_STATUSES
+    from ctxkeeper.plugin.hookio import log_error
+    from ctxkeeper.read.quality import duplicates_checked, scan, summary_line
 
-    floors = store.config().floors
+    notes: list[str] = []
+    try:
+        entries = list(store.load().entries.values())
+        found = scan(
+            entries,
+            floors=store.config().floors,
+            instant=times.now(),
+            duplicates_up_to=HOOK_DUPLICATES_UP_TO,
+        )
+    except Exception as exc:  # noqa: BLE001 - advice must never cost the session its context
+        log_error(store.dir, event, f"quality scan failed: {type(exc).__name__}: {exc}")
+        return notes
+    live = sum(1 for entry in entries if entry.get("status") in LIVE_STATUSES)
+    line = summary_line(found, duplicates=duplicates_checked(live, HOOK_DUPLICATES_UP_TO))
+    if line:
+        notes.append(line)
     cutoff = time.strftime("%Y-%m-%d", time.gmtime(time.time() - UNVERIFIED_DAYS * 86400))
-    thin = unverified = 0
-    for entry in store.load().entries.values():
-        if entry.get("status") != "active":
-            continue
-        kind = str(entry.get("kind"))
-        limits = floors.get(kind, {})
-        if any(
-            len(str(entry.get(name) or "")) < 1.5 * limits.get(name, 0)
-            for name in TEXT_FIELDS.get(kind, ())
-        ):
-            thin += 1
+    unverified = 0
+    for entry in entries:
         checked = entry.get("verified_at") or entry.get("created_at")
-        if isinstance(checked, str) and checked[:10] < cutoff:
+        if entry.get("status") == "active" and isinstance(checked, str) and checked[:10] < cutoff:
             unverified += 1
-    return thin, unverified
+    if unverified:
+        notes.append(f"{unverified} not verified for {UNVERIFIED_DAYS}+ days")
+    return notes
 
 
 def subagent_start(ctx: HookContext) -> JSONObject | None:
@@ -200,7 +218,9 @@ def subagent_start(ctx: HookContext) -> JSONObject | None:
 # dec-015-d3c1: the note goes out here and again at SessionStart compact.
 def pre_compact(ctx: HookContext) -> JSONObject | None:
     """Re-arm delivery (after compaction every constraint is delivered again) and give the
-    person the quality note as a ``systemMessage``.
+    person the quality note as a ``systemMessage``: the pending reviews, one clause of quality
+    scan counts (``ctxkeeper doctor --quality`` lists the findings), the long-unverified
+    entries; nothing at all when there is nothing to say. Never blocks compaction.
 
     The reference says Claude Code 2.1.332 discards PreCompact's ``systemMessage``, so the
     same note is also shown by SessionStart with source ``compact``, which runs right after
@@ -211,5 +231,5 @@ def pre_compact(ctx: HookContext) -> JSONObject | None:
     ledger.rearm(ctx.ledger())
     store = _open(ctx)
     pending = int(str(project_summary(store).get("pending_review", 0)))
-    note = _person_note(store, pending, compacted=True)
+    note = _person_note(store, pending, compacted=True, event="PreCompact")
     return {"systemMessage": note} if note else None
