@@ -100,7 +100,25 @@ def unseen(context_dir: str, path: str) -> bool:
     if record.get("identity") == identity:
         return False
     data = fsutil.read_bytes(path)
-    return data is not None and digest(data) != record.get("sha256")
+    return data is not None and digest(data) not in (
+        record.get("sha256"),
+        record.get("pending_sha256"),
+    )
+
+
+def _expect(context_dir: str, path: str, data: bytes) -> None:
+    """Before replacing the file at ``path`` by ``data``: count ``data`` as seen too, so a kill
+    between the replace and :func:`remember` does not leave this clone's own file looking like
+    a teammate's (every later refresh would refuse it until an import)."""
+    seen = _read_seen(context_dir)
+    record = seen.get(os.path.abspath(path))
+    seen[os.path.abspath(path)] = {
+        **(record if isinstance(record, dict) else {}),
+        "pending_sha256": digest(data),
+    }
+    os.makedirs(os.path.dirname(_seen_path(context_dir)), exist_ok=True)
+    document = json.dumps(seen, sort_keys=True).encode()
+    fsutil.write_atomic(_seen_path(context_dir), document, durable=False)
 
 
 def write(
@@ -148,6 +166,7 @@ def write(
     fsutil.check_not_link(target)
     changed = old != data
     if changed:
+        _expect(context_dir, target, data)
         fsutil.write_atomic(target, data)
     remember(context_dir, target, data, head=_head(record_list))
     return {
@@ -187,6 +206,7 @@ def auto_refresh(
             except CannotPatchError:
                 pass  # not laid out as written here (an older version): rebuild it
             else:
+                _expect(context_dir, target, data)
                 fsutil.write_atomic(target, data)
                 remember(context_dir, target, data, head=_head(committed))
                 return
