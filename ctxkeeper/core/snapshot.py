@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Final
 
-from ctxkeeper.core import fsutil, teamlog
+from ctxkeeper.core import fsutil, journal, teamlog
 from ctxkeeper.core.errors import SnapshotError, StoreError
 from ctxkeeper.core.snapshotformat import HEADER_LINE, SNAPSHOT_FILE, parse, render
 from ctxkeeper.core.snapshotpatch import CannotPatchError, patched
@@ -58,14 +58,31 @@ def _read_seen(context_dir: str) -> dict[str, JSONValue]:
     return value if isinstance(value, dict) else {}
 
 
-def remember(context_dir: str, path: str, data: bytes) -> None:
-    """Record that this clone holds everything in ``data`` (it wrote or imported it)."""
+def remember(context_dir: str, path: str, data: bytes, *, head: str | None = None) -> None:
+    """Record that this clone holds everything in ``data`` (it wrote or imported it).
+
+    :param head: the hash of the last journal record ``data`` was written from, when it was
+        written from this clone's journal: only a snapshot known to be that current is patched.
+    """
     seen = _read_seen(context_dir)
-    seen[os.path.abspath(path)] = {"sha256": digest(data), "identity": _identity(path)}
+    record: dict[str, JSONValue] = {"sha256": digest(data), "identity": _identity(path)}
+    if head is not None:
+        record["journal_head"] = head
+    seen[os.path.abspath(path)] = record
     os.makedirs(os.path.dirname(_seen_path(context_dir)), exist_ok=True)
     # A derived cache: if a crash loses it, the next session start imports again (idempotent).
     document = json.dumps(seen, sort_keys=True).encode()
     fsutil.write_atomic(_seen_path(context_dir), document, durable=False)
+
+
+def _head(records: list[JSONObject]) -> str:
+    return str(records[-1].get("hash")) if records else journal.GENESIS
+
+
+def _written_at(context_dir: str, path: str) -> JSONValue:
+    """The journal head the file at ``path`` was last written from here (None: unknown)."""
+    record = _read_seen(context_dir).get(os.path.abspath(path))
+    return record.get("journal_head") if isinstance(record, dict) else None
 
 
 def unseen(context_dir: str, path: str) -> bool:
@@ -83,7 +100,25 @@ def unseen(context_dir: str, path: str) -> bool:
     if record.get("identity") == identity:
         return False
     data = fsutil.read_bytes(path)
-    return data is not None and digest(data) != record.get("sha256")
+    return data is not None and digest(data) not in (
+        record.get("sha256"),
+        record.get("pending_sha256"),
+    )
+
+
+def _expect(context_dir: str, path: str, data: bytes) -> None:
+    """Before replacing the file at ``path`` by ``data``: count ``data`` as seen too, so a kill
+    between the replace and :func:`remember` does not leave this clone's own file looking like
+    a teammate's (every later refresh would refuse it until an import)."""
+    seen = _read_seen(context_dir)
+    record = seen.get(os.path.abspath(path))
+    seen[os.path.abspath(path)] = {
+        **(record if isinstance(record, dict) else {}),
+        "pending_sha256": digest(data),
+    }
+    os.makedirs(os.path.dirname(_seen_path(context_dir)), exist_ok=True)
+    document = json.dumps(seen, sort_keys=True).encode()
+    fsutil.write_atomic(_seen_path(context_dir), document, durable=False)
 
 
 def write(
@@ -102,7 +137,8 @@ def write(
         this clone has not imported; nothing is written.
     """
     target = path or default_path(context_dir)
-    entry_list, events = list(entries), teamlog.team_events(records)
+    record_list = list(records)
+    entry_list, events = list(entries), teamlog.team_events(record_list)
     if not force and unseen(context_dir, target):
         raise SnapshotError(
             target,
@@ -130,8 +166,9 @@ def write(
     fsutil.check_not_link(target)
     changed = old != data
     if changed:
+        _expect(context_dir, target, data)
         fsutil.write_atomic(target, data)
-    remember(context_dir, target, data)
+    remember(context_dir, target, data, head=_head(record_list))
     return {
         "path": target,
         "entries": len(entry_list),
@@ -156,14 +193,22 @@ def auto_refresh(
     target = default_path(context_dir)
     try:
         old = fsutil.read_bytes(target)
-        if committed is not None and old is not None and not unseen(context_dir, target):
+        # Patch only a file written just before these records: one a failed or killed refresh
+        # left behind would otherwise miss that write's events for good.
+        if (
+            committed
+            and old is not None
+            and not unseen(context_dir, target)
+            and _written_at(context_dir, target) == committed[0].get("prev")
+        ):
             try:
                 data = patched(old, committed, entries)
             except CannotPatchError:
                 pass  # not laid out as written here (an older version): rebuild it
             else:
+                _expect(context_dir, target, data)
                 fsutil.write_atomic(target, data)
-                remember(context_dir, target, data)
+                remember(context_dir, target, data, head=_head(committed))
                 return
         write(context_dir, entries.values(), read_journal())
     except (SnapshotError, OSError) as exc:

@@ -8,6 +8,7 @@ server before it gets here.
 
 from __future__ import annotations
 
+import errno
 import json
 
 from ctxkeeper.mcp.jsonrpc import log, log_exception
@@ -68,6 +69,8 @@ def run_tool(spec: ToolSpec, arguments: JSONObject) -> JSONObject:
         return _internal_error(spec.name)
     except CtxkeeperError as exc:
         return error_result(exc.code, str(exc))
+    except OSError as exc:  # a full disk, a read-only or unwritable .context/
+        return _storage_error(spec.name, exc)
     except Exception:  # noqa: BLE001  # a handler bug must not crash the server
         return _internal_error(spec.name)
     if size > MAX_RESULT_CHARS:
@@ -90,6 +93,28 @@ def _argument_error(tool: str, problems: list[str]) -> JSONObject:
         "invalid_argument",
         f"{tool} was not run; fix these arguments and call it again "
         f"(the tool's inputSchema lists every field):\n{lines}{tail}",
+    )
+
+
+#: What the user can do about the file system refusing the store (errno: advice).
+_OS_ADVICE: Final = {
+    errno.ENOSPC: "the disk is full: ask the user to free some space",
+    errno.EDQUOT: "the disk quota is used up: ask the user to free some space",
+    errno.EROFS: "the file system is read-only: ask the user to make .context/ writable",
+    errno.EACCES: "permission denied: ask the user to check the permissions of .context/",
+    errno.EPERM: "permission denied: ask the user to check the permissions of .context/",
+}
+
+
+def _storage_error(tool: str, exc: OSError) -> JSONObject:
+    """The file system refused the store: say which file and why, not "unexpectedly"."""
+    log(f"tool {tool!r}: {exc}")
+    where = f" ({exc.filename})" if isinstance(exc.filename, str) else ""
+    advice = _OS_ADVICE.get(exc.errno or 0, "ask the user to run `ctxkeeper doctor`")
+    return error_result(
+        "storage_error",
+        f"{tool} could not use the store{where}: {exc.strerror or exc}; {advice}. Retrying "
+        "will fail the same way until then.",
     )
 
 
