@@ -1,4 +1,5 @@
-"""Validate the retrieval eval data: evals/corpus/*.jsonl and evals/golden.jsonl.
+"""Validate the retrieval eval data: evals/corpus/*.jsonl, evals/golden.jsonl and
+evals/golden_fresh.jsonl (the cases of the corpora written for issue 13).
 
 Standard library only. Run from anywhere:
 
@@ -22,6 +23,7 @@ from pathlib import Path
 EVALS = Path(__file__).resolve().parent
 CORPUS_DIR = EVALS / "corpus"
 GOLDEN = EVALS / "golden.jsonl"
+GOLDEN_FRESH = EVALS / "golden_fresh.jsonl"
 
 KINDS = ("decision", "constraint", "pipeline")
 STATUSES = ("active", "proposed", "superseded", "deprecated", "rejected")
@@ -62,12 +64,14 @@ FLOORS = {
 }
 STEP_FLOOR = 10
 
-CASE_KEYS = ("id", "project", "query", "path", "type", "expected", "split", "note")
+CASE_KEYS = ("id", "project", "query", "path", "type", "form", "expected", "split", "note")
+#: How a query is phrased; see evals/check_balance.py.
+FORMS = ("question", "question_no_mark", "problem", "fragment")
 CASE_TYPES = ("positive", "no_answer", "hard_negative", "history")
 SPLITS = ("dev", "test")
 
 ID_RE = re.compile(r"^(dec|con|pip)-(\d{3})-([0-9a-f]{4})$")
-CASE_ID_RE = re.compile(r"^q\d{3}$")
+CASE_ID_RE = re.compile(r"^q\d{3,4}$")
 DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 STAMP_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 TAG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,29}$")
@@ -386,6 +390,8 @@ def _check_golden(
         if ctype not in CASE_TYPES:
             rep.bad(where, f"type {ctype!r} invalid")
             continue
+        if ctype != "history" and c.get("form") not in FORMS:
+            rep.bad(where, f"form {c.get('form')!r} is not one of {', '.join(FORMS)}")
         if split not in SPLITS:
             rep.bad(where, f"split {split!r} invalid")
         else:
@@ -524,6 +530,8 @@ def main(argv: list[str] | None = None) -> int:
             rep.bad("corpus", f"{kind} share {actual:.0%} is far from the {share:.0%} target")
 
     cases = _read_jsonl(rep, GOLDEN) if GOLDEN.exists() else []
+    if GOLDEN_FRESH.exists():
+        cases += _read_jsonl(rep, GOLDEN_FRESH)
     if not GOLDEN.exists():
         rep.bad("golden", f"{GOLDEN} missing")
     by_type_split = _check_golden(rep, cases, projects, today)
