@@ -40,12 +40,72 @@ MAX_MEDIAN_GAP = 2.0
 
 _WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
 _QUESTION_WORDS = frozenset(
-    """what what's whats how how's which who who's whom whose why when where where's can could
-    should shall do does did is are was were will would has have any may must am isn't aren't
-    doesn't don't didn't can't won't wouldn't shouldn't""".split()
+    [
+        "what",
+        "what's",
+        "whats",
+        "how",
+        "how's",
+        "which",
+        "who",
+        "who's",
+        "whom",
+        "whose",
+        "why",
+        "when",
+        "where",
+        "where's",
+        "can",
+        "could",
+        "should",
+        "shall",
+        "do",
+        "does",
+        "did",
+        "is",
+        "are",
+        "was",
+        "were",
+        "will",
+        "would",
+        "has",
+        "have",
+        "any",
+        "may",
+        "must",
+        "am",
+        "isn't",
+        "aren't",
+        "doesn't",
+        "don't",
+        "didn't",
+        "can't",
+        "won't",
+        "wouldn't",
+        "shouldn't",
+    ]
 )
 _PRONOUNS = frozenset(
-    "i i'm i've i'd me my we we're we've we'd us our you you're your they they're their".split()
+    [
+        "i",
+        "i'm",
+        "i've",
+        "i'd",
+        "me",
+        "my",
+        "we",
+        "we're",
+        "we've",
+        "we'd",
+        "us",
+        "our",
+        "you",
+        "you're",
+        "your",
+        "they",
+        "they're",
+        "their",
+    ]
 )
 
 

@@ -213,9 +213,7 @@ def measure(outcomes: list[Outcome]) -> Metrics:
         )
     if negative:
         metrics.rows["abstention_tn"] = share(o.abstained for o in negative)
-        metrics.rows["weak_or_abstained_no_answer"] = share(
-            o.abstained or o.weak for o in negative
-        )
+        metrics.rows["weak_or_abstained_no_answer"] = share(o.abstained or o.weak for o in negative)
     if hard:
         metrics.rows["hard_negative_tn"] = share(o.abstained for o in hard)
     if history:
@@ -257,9 +255,7 @@ def lopo(
     ``signal`` replaces ``top_relevance`` for studying other signals (evals/signal_study.py).
     """
     value = signal or (lambda o: o.top_relevance)
-    scored = [
-        Outcome(o.case, o.ranked, value(o), o.abstained, o.weak, o.missing) for o in outcomes
-    ]
+    scored = [Outcome(o.case, o.ranked, value(o), o.abstained, o.weak, o.missing) for o in outcomes]
     floors: dict[str, float] = {}
     pooled: list[Outcome] = []
     for project in sorted({o.project for o in scored}):

@@ -7,8 +7,9 @@ computation names the words: ``matched`` (query words the entry contains) and ``
 *distinctive* query words it does not), so the agent can judge a near miss the floor cannot.
 
 What counts, and why (each choice measured leave-one-project-out, evals/README.md):
-- The entry's text fields count except ``alternatives``: a word found only among the options a
-  decision rejected does not make the entry about it.
+- Only the fields that state what the entry is about count (headline, tags, problem, reason,
+  purpose). A word found only among the options a decision rejected, in the comparison of them
+  (``why_chosen``), in a pipeline's steps or in a path does not make the entry about it.
 - Contractions lose their clitic ("what's" is "what", "we're" is "we"), so they do not turn
   into rare words no entry contains.
 - A query word no entry contains weighs as much as the rarest word there is: "what is our backup
@@ -34,22 +35,24 @@ if TYPE_CHECKING:
     from ctxkeeper.core._types import JSONValue
     from ctxkeeper.read.textindex import TextIndex
 
-#: The fields whose words count as an entry covering a query term. ``alternatives`` is left
-#: out: those are the options a decision turned down.
-COVERED_FIELDS: Final = (
-    "summary",
-    "rule",
-    "name",
-    "tags",
-    "problem",
-    "purpose",
-    "why_chosen",
-    "reason",
-    "steps",
-    "scope",
-)
+#: How much a query term found in each field counts towards covering it (the best field an
+#: entry holds the term in wins). Only the fields that state what an entry is about count: its
+#: headline, tags and problem, reason or purpose. ``alternatives`` (the options a decision turned
+#: down), ``why_chosen`` (which compares them), ``steps`` and ``scope`` name tools and paths an
+#: entry is not about; counting them made unrelated questions look answered (evals/README.md).
+FIELD_CREDIT: Final = {
+    "summary": 1.0,
+    "rule": 1.0,
+    "name": 1.0,
+    "tags": 1.0,
+    "problem": 1.0,
+    "reason": 1.0,
+    "purpose": 1.0,
+}
 #: Credit for a query term the entry holds only as a prefix or stem variant.
 VARIANT_CREDIT: Final = 0.5
+#: How much a query word no entry contains weighs, relative to the rarest word there is.
+UNSEEN_SCALE: Final = 1.0
 #: How much a filler word weighs relative to its IDF.
 FILLER_WEIGHT: Final = 0.5
 #: A query term is distinctive when at most this share of the store's entries contain it (or
@@ -63,10 +66,11 @@ FILLER: Final = frozenset(
         actually really currently again get gets getting got make makes let like want wants
         wanted going go know tell think safe allowed supposed able best good happen happens
         happened sure fix fixing help work works working problem issue question someone somebody
-        people person guy team today tonight here there else one ones lot lots kind sort"""
+        people person guy team today tonight here there else one ones lot lots kind sort many
+        much often"""
     )
 )
-_CLITIC: Final = re.compile(r"(?<=[^\W_])['\u2019\u2018\u02bc`](?:s|re|ll|ve|d|m)\b", re.I)
+_CLITIC: Final = re.compile(r"(?<=[^\W_])['\u2019\u2018\u02bc`](?:s|re|ll|ve|d|m)\b", re.IGNORECASE)
 
 
 def normalise_query(query: str) -> str:
@@ -99,7 +103,7 @@ def query_terms(query: str, index: TextIndex) -> list[QueryTerm]:
             if term != NEGATION and term not in found:
                 found[term] = token
     count = len(index.ids)
-    unseen = math.log(1.0 + (count + 0.5) / 0.5)
+    unseen = UNSEEN_SCALE * math.log(1.0 + (count + 0.5) / 0.5)
     out = []
     for term, word in found.items():
         frequency = len(index.postings.get(term, ()))
@@ -112,16 +116,21 @@ def query_terms(query: str, index: TextIndex) -> list[QueryTerm]:
     return out
 
 
-def entry_terms(entry: Mapping[str, JSONValue]) -> frozenset[str]:
-    """The terms of the fields that count as covering a query term."""
-    found: set[str] = set()
-    for name in COVERED_FIELDS:
+def entry_terms(entry: Mapping[str, JSONValue]) -> dict[str, float]:
+    """The terms of the fields that count as covering a query term, each with its best
+    field's credit."""
+    found: dict[str, float] = {}
+    for name, credit in FIELD_CREDIT.items():
         value = entry.get(name)
-        text = " ".join(str(v) for v in value) if isinstance(value, list) else str(value or "")
+        if credit <= 0 or not value:
+            continue
+        text = " ".join(str(v) for v in value) if isinstance(value, list) else str(value)
         if name == "scope":
             text = text.replace("/", " ").replace(".", " ")
-        found.update(terms(text))
-    return frozenset(found)
+        for term in terms(text):
+            if credit > found.get(term, 0.0):
+                found[term] = credit
+    return found
 
 
 def match(entry: Mapping[str, JSONValue], query: list[QueryTerm], index: TextIndex) -> Match:
@@ -135,7 +144,8 @@ def match(entry: Mapping[str, JSONValue], query: list[QueryTerm], index: TextInd
         credit = 0.0
         for candidate, weight in index.expansions(item.term):
             if candidate in held:
-                credit = max(credit, 1.0 if weight >= 1.0 else VARIANT_CREDIT)
+                exact = 1.0 if weight >= 1.0 else VARIANT_CREDIT
+                credit = max(credit, exact * held[candidate])
         total += item.weight
         covered += credit * item.weight
         if credit > 0:

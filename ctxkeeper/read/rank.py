@@ -153,7 +153,7 @@ def rank(
     matches: dict[str, coverage.Match] = {}
     rows: list[_Row] = []
     for entry_id, (score, source, share) in ranked:
-        if asked:
+        if query_terms:
             if source not in matches:
                 matches[source] = coverage.match(by_id[source], asked, index)
             relevance = matches[source].relevance * share
@@ -165,8 +165,10 @@ def rank(
         rows.append((entry_id, score, relevance, own))
     top_relevance = max((row[2] for row in rows), default=0.0)
     best = max(rows, key=lambda row: row[2], default=None)
-    missing = list(best[3].missing) if best is not None and asked else []
-    unmentioned = coverage.unmentioned(tuple(missing), asked, index)
+    missing: list[JSONValue] = list(best[3].missing) if best is not None else []
+    unmentioned: list[JSONValue] = list(
+        coverage.unmentioned(tuple(str(w) for w in missing), asked, index)
+    )
     no_confident = top_relevance < RELEVANCE_FLOOR
     band = "none" if no_confident else ("weak" if top_relevance < WEAK_FLOOR else "confident")
     withhold = no_confident and request.abstain == "withhold"
