@@ -38,26 +38,34 @@ if TYPE_CHECKING:
 EVAL_INSTANT = parse_time("2026-11-30T12:00:00Z", field="eval")
 ROOT = "/eval-project"
 GOLDEN_FILES = ("golden.jsonl", "golden_fresh.jsonl")
-#: The false abstention a floor may have on the projects it is calibrated on.
+#: The false abstention allowed on a project the floor was not picked on.
 CALIBRATION_FA = 0.05
-#: The issue's targets for the LOPO figures (reported as met or not on every run).
+#: The in-sample false abstention levels a floor may be picked at, most permissive first; see
+#: :func:`calibrate`.
+CALIBRATION_LEVELS = (0.05, 0.045, 0.04, 0.035, 0.03, 0.025, 0.02)
+#: The weak band: below this share of answerable questions (flagged weak or no match) the
+#: ``WEAK_FLOOR`` is picked, on all projects.
+WEAK_LEVEL = 0.25
+#: The issue's targets for the LOPO figures (reported as met or not on every run). History:
+#: "not below today's", and today's ranker scores 0.9186 on these cases (0.960 on the original
+#: 25); ranking is unchanged by issue 13.
 TARGETS = {
     "recall@5": (">=", 0.93),
     "mrr": (">=", 0.85),
-    "history_recall@5": (">=", 0.96),
+    "history_recall@5": (">=", 0.918),
     "false_abstention": ("<=", 0.05),
     "abstention_tn": (">=", 0.30),
     "hard_negative_tn": (">=", 0.20),
 }
-#: What CI enforces on the LOPO figures: the levels achieved, so none can regress. The one place
-#: gate thresholds live.
+#: What CI enforces on the LOPO figures: the levels achieved (rounded down), so none can
+#: regress. The one place gate thresholds live.
 GATES = {
-    "recall@5": (">=", 0.93),
-    "mrr": (">=", 0.85),
-    "history_recall@5": (">=", 0.96),
-    "false_abstention": ("<=", 0.05),
-    "abstention_tn": (">=", 0.30),
-    "hard_negative_tn": (">=", 0.20),
+    "recall@5": (">=", 0.95),
+    "mrr": (">=", 0.89),
+    "history_recall@5": (">=", 0.91),
+    "false_abstention": ("<=", 0.045),
+    "abstention_tn": (">=", 0.32),
+    "hard_negative_tn": (">=", 0.23),
 }
 BEGIN = "<!-- BEGIN GENERATED: run_evals.py -->"
 END = "<!-- END GENERATED: run_evals.py -->"
@@ -251,10 +259,40 @@ def choose_floor(outcomes: list[Outcome], limit: float = CALIBRATION_FA) -> floa
     return math.floor(ceiling * 200 + 1e-9) / 200
 
 
+def _held_out_fa(outcomes: list[Outcome], level: float) -> float:
+    """The pooled false abstention when each project is scored with the floor the others pick
+    at calibration level ``level``."""
+    flagged = total = 0
+    for project in {o.project for o in outcomes}:
+        floor = choose_floor([o for o in outcomes if o.project != project], level)
+        mine = _of([o for o in outcomes if o.project == project], "positive")
+        flagged += sum(o.top_relevance < floor for o in mine)
+        total += len(mine)
+    return flagged / max(total, 1)
+
+
+def calibration_level(outcomes: list[Outcome]) -> float:
+    """The calibration level to pick a floor at on these outcomes: the highest in
+    ``CALIBRATION_LEVELS`` whose leave-one-project-out false abstention *within them* stays
+    within ``CALIBRATION_FA``. A floor picked at exactly 5% on some projects abstains on a little
+    more than 5% of a new one; this margin is itself measured held out, never on the project
+    being scored."""
+    for level in CALIBRATION_LEVELS:
+        if _held_out_fa(outcomes, level) <= CALIBRATION_FA + 1e-9:
+            return level
+    return CALIBRATION_LEVELS[-1]
+
+
+def calibrate(outcomes: list[Outcome]) -> float:
+    """The floor these outcomes pick: at the calibration level they pick for themselves."""
+    return choose_floor(outcomes, calibration_level(outcomes))
+
+
 def lopo(
     outcomes: list[Outcome], signal: Callable[[Outcome], float] | None = None
 ) -> tuple[list[Outcome], dict[str, float]]:
-    """Leave-one-project-out: each project scored with the floor its complement picks.
+    """Leave-one-project-out: each project scored with the floor its complement picks (the
+    calibration level included, see :func:`calibrate`).
 
     Returns the pooled held-out outcomes (``abstained`` recomputed) and the floor per project.
     ``signal`` replaces ``top_relevance`` for studying other signals (evals/signal_study.py).
@@ -264,7 +302,7 @@ def lopo(
     floors: dict[str, float] = {}
     pooled: list[Outcome] = []
     for project in sorted({o.project for o in scored}):
-        floor = choose_floor([o for o in scored if o.project != project])
+        floor = calibrate([o for o in scored if o.project != project])
         floors[project] = floor
         for o in scored:
             if o.project == project:
@@ -273,6 +311,19 @@ def lopo(
                     Outcome(o.case, o.ranked, o.top_relevance, held, o.weak and not held, o.missing)
                 )
     return pooled, floors
+
+
+def stale_floors(outcomes: list[Outcome]) -> list[str]:
+    """The shipped floors that differ from what calibration on all projects picks now."""
+    picked = {
+        "RELEVANCE_FLOOR": calibrate(outcomes),
+        "WEAK_FLOOR": choose_floor(outcomes, WEAK_LEVEL),
+    }
+    return [
+        f"rank.{name} = {getattr(rank, name)}, calibration picks {value:.3f}"
+        for name, value in picked.items()
+        if abs(float(getattr(rank, name)) - value) > 1e-9
+    ]
 
 
 def _meets(value: float | None, op: str, target: float) -> bool:
@@ -311,14 +362,20 @@ def report(corpus: dict[str, list[JSONObject]], outcomes: list[Outcome]) -> str:
             ("LOPO, original six", measure(original)),
         ]
     columns.append(("shipped floor, all", shipped))
-    all_floor = choose_floor(outcomes)
+    all_level = calibration_level(outcomes)
+    all_floor = choose_floor(outcomes, all_level)
     lines = [
         f"Corpus: {sum(len(v) for v in corpus.values())} entries in {len(corpus)} projects; "
         f"cases: " + ", ".join(f"{n} {k}" for k, n in held.counts.items()) + ".",
         (
+            f"Weak band: the floor below which at most {WEAK_LEVEL:.0%} of answerable cases (all "
+            f"projects) fall: {choose_floor(outcomes, WEAK_LEVEL):.3f}."
+        ),
+        (
             f"Abstention floor in use: `RELEVANCE_FLOOR = {rank.RELEVANCE_FLOOR}` (weak match "
-            f"below `WEAK_FLOOR = {getattr(rank, 'WEAK_FLOOR', None)}`); the floor all projects pick (highest "
-            f"with false abstention <= {CALIBRATION_FA}): {all_floor:.3f}. "
+            f"below `WEAK_FLOOR = {getattr(rank, 'WEAK_FLOOR', None)}`); the floor all projects pick: "
+            f"{all_floor:.3f} (the highest with in-sample false abstention <= {all_level}, the "
+            f"level whose leave-one-project-out false abstention stays <= {CALIBRATION_FA}). "
             "Leave-one-project-out floors: "
             + ", ".join(f"{p} {f:.3f}" for p, f in floors.items())
             + "."
@@ -385,6 +442,7 @@ def main(argv: list[str] | None = None) -> int:
         start, stop = current.index(BEGIN) + len(BEGIN), current.index(END)
         readme.write_text(current[:start] + "\n" + text + "\n" + current[stop:])
     failures, unmet = gate_failures(measure(lopo(outcomes)[0]))
+    failures += stale_floors(outcomes)
     for line in unmet:
         print(f"UNMET TARGET (LOPO): {line}")
     if failures:

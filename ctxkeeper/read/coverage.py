@@ -7,9 +7,8 @@ computation names the words: ``matched`` (query words the entry contains) and ``
 *distinctive* query words it does not), so the agent can judge a near miss the floor cannot.
 
 What counts, and why (each choice measured leave-one-project-out, evals/README.md):
-- Only the fields that state what the entry is about count (headline, tags, problem, reason,
-  purpose). A word found only among the options a decision rejected, in the comparison of them
-  (``why_chosen``), in a pipeline's steps or in a path does not make the entry about it.
+- A word found only among the options a decision rejected (``alternatives``) or in a path does
+  not make the entry about it; one found only in ``why_chosen`` counts half (see FIELD_CREDIT).
 - Contractions lose their clitic ("what's" is "what", "we're" is "we"), so they do not turn
   into rare words no entry contains.
 - A query word no entry contains weighs as much as the rarest word there is: "what is our backup
@@ -36,10 +35,11 @@ if TYPE_CHECKING:
     from ctxkeeper.read.textindex import TextIndex
 
 #: How much a query term found in each field counts towards covering it (the best field an
-#: entry holds the term in wins). Only the fields that state what an entry is about count: its
-#: headline, tags and problem, reason or purpose. ``alternatives`` (the options a decision turned
-#: down), ``why_chosen`` (which compares them), ``steps`` and ``scope`` name tools and paths an
-#: entry is not about; counting them made unrelated questions look answered (evals/README.md).
+#: entry holds the term in wins). The fields that state what an entry is about (headline, tags,
+#: problem, reason, purpose) and a pipeline's steps count in full; ``why_chosen``, which also
+#: compares the options turned down, counts half. ``alternatives`` (the options a decision
+#: rejected) and ``scope`` (paths) do not count: a word found only there does not make the
+#: entry about it. Chosen leave-one-project-out (evals/README.md, evals/signal_study.py).
 FIELD_CREDIT: Final = {
     "summary": 1.0,
     "rule": 1.0,
@@ -48,6 +48,8 @@ FIELD_CREDIT: Final = {
     "problem": 1.0,
     "reason": 1.0,
     "purpose": 1.0,
+    "steps": 1.0,
+    "why_chosen": 0.5,
 }
 #: Credit for a query term the entry holds only as a prefix or stem variant.
 VARIANT_CREDIT: Final = 0.5
@@ -55,6 +57,10 @@ VARIANT_CREDIT: Final = 0.5
 UNSEEN_SCALE: Final = 1.0
 #: How much a filler word weighs relative to its IDF.
 FILLER_WEIGHT: Final = 0.5
+#: How much a number or a one- or two-letter word ("10:30", "re-plan", "e-signature") weighs
+#: relative to its IDF (down-weighting it gained nothing held out); like filler, it is never
+#: distinctive, so the agent is not told "nothing stored mentions 30".
+MINOR_WEIGHT: Final = 1.0
 #: A query term is distinctive when at most this share of the store's entries contain it (or
 #: none does) and it is not filler.
 DISTINCTIVE_SHARE: Final = 0.15
@@ -109,9 +115,12 @@ def query_terms(query: str, index: TextIndex) -> list[QueryTerm]:
         frequency = len(index.postings.get(term, ()))
         weight = index.idf(term) if frequency else unseen
         filler = term in FILLER
+        minor = len(word) <= 2 or word.isdigit()
         if filler:
             weight *= FILLER_WEIGHT
-        distinctive = not filler and frequency <= DISTINCTIVE_SHARE * count
+        elif minor:
+            weight *= MINOR_WEIGHT
+        distinctive = not filler and not minor and frequency <= DISTINCTIVE_SHARE * count
         out.append(QueryTerm(term, word, weight, distinctive))
     return out
 
