@@ -120,7 +120,7 @@ def query_terms(query: str, index: TextIndex) -> list[QueryTerm]:
             weight *= FILLER_WEIGHT
         elif minor:
             weight *= MINOR_WEIGHT
-        distinctive = not filler and not minor and frequency <= DISTINCTIVE_SHARE * count
+        distinctive = not filler and not minor and frequency <= max(1.0, DISTINCTIVE_SHARE * count)
         out.append(QueryTerm(term, word, weight, distinctive))
     return out
 
@@ -165,7 +165,12 @@ def match(entry: Mapping[str, JSONValue], query: list[QueryTerm], index: TextInd
 
 
 def unmentioned(words: tuple[str, ...], query: list[QueryTerm], index: TextIndex) -> list[str]:
-    """The words among ``words`` that no stored entry contains in any field, not even as a
-    prefix or stem variant."""
+    """The words among ``words`` that no stored entry contains in any field, not even in a
+    longer form ("backup" is not mentioned by an entry that only says "back")."""
     by_word = {item.word: item.term for item in query}
-    return [w for w in words if w in by_word and not index.expansions(by_word[w])]
+    return [
+        word
+        for word in words
+        if word in by_word
+        and not any(found.startswith(by_word[word]) for found, _ in index.expansions(by_word[word]))
+    ]
