@@ -391,8 +391,8 @@ def report(corpus: dict[str, list[JSONObject]], outcomes: list[Outcome]) -> str:
         gate = GATES.get(name)
         cells = " | ".join(m.rows[name].text() if name in m.rows else "" for _, m in columns)
         lines.append(
-            f"| {name} | {cells} | {f'{target[0]} {target[1]:.2f}' if target else ''} | "
-            f"{f'{gate[0]} {gate[1]:.2f}' if gate else ''} |"
+            f"| {name} | {cells} | {f'{target[0]} {target[1]:g}' if target else ''} | "
+            f"{f'{gate[0]} {gate[1]:g}' if gate else ''} |"
         )
     lines += [
         "",
