@@ -219,7 +219,7 @@ class TestToolSurface:
         assert isinstance(best, dict)
         lacking = [w for w in best["missing_terms"] if w not in result["unmentioned"]]
         assert lacking, "the best match leaves out a word another entry holds"
-        assert f"the best match does not mention {lacking[0]}" in text
+        assert f"the best match does not cover {lacking[0]}" in text
 
     def test_three_bands_and_withhold(self, store: Store) -> None:
         record_entry(store, "decision", decision_fields(), actor=USER)

@@ -104,18 +104,19 @@ def relevance_line(result: Mapping[str, JSONValue]) -> str:
     if absent:
         line += f"\nnothing stored mentions {_words(absent)}"
     if lacking:
-        line += f"\nthe best match does not mention {_words(lacking)}"
+        line += f"\nthe best match does not cover {_words(lacking)}"
     return line
 
 
 def terms_line(item: Mapping[str, JSONValue]) -> str:
     """One result's match with the query: the words it matched and the distinctive ones it
-    does not mention; empty when the query had no words."""
+    does not cover (it may name them only among rejected alternatives or paths); empty when
+    the query had no words."""
     matched, missing = _strings(item.get("matched_terms")), _strings(item.get("missing_terms"))
     if not matched and not missing:
         return ""
     parts = [f"matches {_words(matched, 'and')}"] if matched else []
-    parts += [f"does not mention {_words(missing)}"] if missing else []
+    parts += [f"does not cover {_words(missing)}"] if missing else []
     return "\n  (" + "; ".join(parts) + ")"
 
 
