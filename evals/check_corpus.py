@@ -1,4 +1,5 @@
-"""Validate the retrieval eval data: evals/corpus/*.jsonl and evals/golden.jsonl.
+"""Validate the retrieval eval data: evals/corpus/*.jsonl, evals/golden.jsonl and
+evals/golden_fresh.jsonl (the cases of the corpora written for issue 13).
 
 Standard library only. Run from anywhere:
 
@@ -22,6 +23,7 @@ from pathlib import Path
 EVALS = Path(__file__).resolve().parent
 CORPUS_DIR = EVALS / "corpus"
 GOLDEN = EVALS / "golden.jsonl"
+GOLDEN_FRESH = EVALS / "golden_fresh.jsonl"
 
 KINDS = ("decision", "constraint", "pipeline")
 STATUSES = ("active", "proposed", "superseded", "deprecated", "rejected")
@@ -62,15 +64,18 @@ FLOORS = {
 }
 STEP_FLOOR = 10
 
-CASE_KEYS = ("id", "project", "query", "path", "type", "expected", "split", "note")
+CASE_KEYS = ("id", "project", "query", "path", "type", "form", "expected", "split", "note")
+#: How a query is phrased; see evals/check_balance.py.
+FORMS = ("question", "question_no_mark", "problem", "fragment")
 CASE_TYPES = ("positive", "no_answer", "hard_negative", "history")
 SPLITS = ("dev", "test")
 
 ID_RE = re.compile(r"^(dec|con|pip)-(\d{3})-([0-9a-f]{4})$")
-CASE_ID_RE = re.compile(r"^q\d{3}$")
+CASE_ID_RE = re.compile(r"^(?:[a-z_]+-)?q\d{3,4}$")
 DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 STAMP_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
-TAG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,29}$")
+# Tags are one lowercase word; the model also allows "_" ("btree_gist", "pg_trgm").
+TAG_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,29}$")
 
 # Corpus-wide floors from the brief.
 MIN_PROJECTS = 5
@@ -156,11 +161,15 @@ def _strings(value: object) -> list[str]:
     return []
 
 
+_PLAIN_PATH = re.compile(r"^[a-z/]+$")
+
+
 def _scan_secrets(rep: Report, where: str, obj: object) -> None:
     for text in _strings(obj):
         for pat in SECRET_PATTERNS:
             m = pat.search(text)
-            if m:
+            # A repository path of plain lowercase words is long but not a key.
+            if m and not _PLAIN_PATH.match(m.group(0)):
                 rep.bad(where, f"secret-shaped or private-looking text {m.group(0)!r}")
 
 
@@ -229,8 +238,12 @@ def _check_entry_shape(rep: Report, where: str, e: Entry) -> None:
         rep.bad(where, "superseded_by must be an id or null")
     for key in ("valid_from", "valid_until"):
         v = e.get(key)
-        if v is not None and not (isinstance(v, str) and DATE_RE.match(v) and _parse_date(v)):
-            rep.bad(where, f"{key} {v!r} is not null or YYYY-MM-DD")
+        # The model takes a date or a UTC instant for a validity bound.
+        if v is not None and not (
+            isinstance(v, str)
+            and ((DATE_RE.match(v) and _parse_date(v)) or (STAMP_RE.match(v) and _parse_stamp(v)))
+        ):
+            rep.bad(where, f"{key} {v!r} is not null, YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ")
     vf, vu = e.get("valid_from"), e.get("valid_until")
     if isinstance(vf, str) and isinstance(vu, str) and vf > vu:
         rep.bad(where, "valid_from is after valid_until")
@@ -312,7 +325,7 @@ def _check_links(rep: Report, project: str, entries: dict[str, Entry]) -> int:
 
 def _date_field(e: Entry, key: str, default: date) -> date:
     value = e.get(key)
-    parsed = _parse_date(value) if isinstance(value, str) else None
+    parsed = _parse_date(value[:10]) if isinstance(value, str) else None
     return parsed if parsed is not None else default
 
 
@@ -386,6 +399,8 @@ def _check_golden(
         if ctype not in CASE_TYPES:
             rep.bad(where, f"type {ctype!r} invalid")
             continue
+        if ctype != "history" and c.get("form") not in FORMS:
+            rep.bad(where, f"form {c.get('form')!r} is not one of {', '.join(FORMS)}")
         if split not in SPLITS:
             rep.bad(where, f"split {split!r} invalid")
         else:
@@ -524,6 +539,8 @@ def main(argv: list[str] | None = None) -> int:
             rep.bad("corpus", f"{kind} share {actual:.0%} is far from the {share:.0%} target")
 
     cases = _read_jsonl(rep, GOLDEN) if GOLDEN.exists() else []
+    if GOLDEN_FRESH.exists():
+        cases += _read_jsonl(rep, GOLDEN_FRESH)
     if not GOLDEN.exists():
         rep.bad("golden", f"{GOLDEN} missing")
     by_type_split = _check_golden(rep, cases, projects, today)

@@ -1,13 +1,20 @@
-"""Retrieval evals: golden-set recall/MRR, abstention, history questions, and the floor sweep.
+"""Retrieval evals: recall/MRR, abstention and history questions, scored leave-one-project-out.
 
-Run ``python evals/run_evals.py`` for the report, ``--gate`` to exit 1 when a CI target is
-missed, and ``--write`` to refresh the generated section of evals/README.md.
+Run ``python evals/run_evals.py`` for the report, ``--gate`` to exit 1 when a CI gate is missed,
+and ``--write`` to refresh the generated section of evals/README.md.
+
+The honest estimate for a new repository is leave-one-project-out (LOPO): for each project, the
+abstention floor is picked on all the *other* projects (the highest floor whose false abstention
+there stays within ``CALIBRATION_FA``) and that floor scores the project left out. The held-out
+results of every project are pooled, and every figure is printed with its 95% interval. CI gates
+on the LOPO figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,24 +30,46 @@ from ctxkeeper.read.textindex import TextIndex
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
     from ctxkeeper.core._types import JSONObject
 
 #: The instant every case is asked at, so validity windows give the same answer every run.
 EVAL_INSTANT = parse_time("2026-11-30T12:00:00Z", field="eval")
 ROOT = "/eval-project"
-#: The issue's targets. Each is enforced as written except where ``ENFORCED`` says otherwise.
-GATES = {
-    "recall@5": (">=", 0.80),
-    "mrr": (">=", 0.65),
-    "history_recall@5": (">=", 0.80),
-    "abstention_tn": (">=", 0.75),
+GOLDEN_FILES = ("golden.jsonl", "golden_fresh.jsonl")
+#: The false abstention allowed on a project the floor was not picked on.
+CALIBRATION_FA = 0.05
+#: The in-sample false abstention levels a floor may be picked at, most permissive first; see
+#: :func:`calibrate`.
+CALIBRATION_LEVELS = (0.05, 0.045, 0.04, 0.035, 0.03, 0.025, 0.02)
+#: The weak band: below this share of answerable questions (flagged weak or no match) the
+#: ``WEAK_FLOOR`` is picked, on all projects.
+WEAK_LEVEL = 0.25
+#: The issue's targets for the LOPO figures (reported as met or not on every run). History:
+#: "not below today's", and today's ranker scores 0.9186 on these cases (0.960 on the original
+#: 25); ranking is unchanged by issue 13.
+TARGETS = {
+    "recall@5": (">=", 0.93),
+    "mrr": (">=", 0.85),
+    "history_recall@5": (">=", 0.918),
     "false_abstention": ("<=", 0.05),
+    "abstention_tn": (">=", 0.30),
+    "hard_negative_tn": (">=", 0.20),
 }
-#: Targets lexical retrieval does not reach, with the level CI holds instead so the measured
-#: figure cannot regress. Each is reported as unmet on every run; see evals/README.md.
-ENFORCED = {"abstention_tn": 0.40}
+#: What CI enforces on the LOPO figures: the levels achieved (rounded down), so none can
+#: regress. The one place gate thresholds live.
+GATES = {
+    "recall@5": (">=", 0.95),
+    "mrr": (">=", 0.89),
+    "history_recall@5": (">=", 0.91),
+    "false_abstention": ("<=", 0.045),
+    "abstention_tn": (">=", 0.32),
+    "hard_negative_tn": (">=", 0.23),
+}
 BEGIN = "<!-- BEGIN GENERATED: run_evals.py -->"
 END = "<!-- END GENERATED: run_evals.py -->"
+NEGATIVE_TYPES = ("no_answer", "hard_negative")
 
 
 @dataclass
@@ -49,12 +78,56 @@ class Outcome:
     ranked: list[str]
     top_relevance: float
     abstained: bool
+    weak: bool = False
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def project(self) -> str:
+        return str(self.case["project"])
+
+
+@dataclass
+class Figure:
+    """A measured share or mean, with what its 95% interval is computed from."""
+
+    value: float
+    low: float
+    high: float
+    n: int
+
+    def text(self) -> str:
+        return f"{self.value:.3f} [{self.low:.2f}, {self.high:.2f}]"
 
 
 @dataclass
 class Metrics:
-    rows: dict[str, float] = field(default_factory=dict)
+    rows: dict[str, Figure] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
+
+
+def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95% Wilson score interval of a proportion."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def share(flags: Iterable[bool]) -> Figure:
+    values = list(flags)
+    low, high = wilson(sum(values), len(values))
+    return Figure(sum(values) / len(values) if values else 0.0, low, high, len(values))
+
+
+def mean(values: list[float]) -> Figure:
+    """A mean of per-case scores in [0, 1] (recall, reciprocal rank): a normal interval."""
+    n = len(values)
+    centre = sum(values) / n if n else 0.0
+    spread = math.sqrt(sum((v - centre) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
+    half = 1.96 * spread / math.sqrt(n) if n else 1.0
+    return Figure(centre, max(0.0, centre - half), min(1.0, centre + half), n)
 
 
 def load_corpus() -> dict[str, list[JSONObject]]:
@@ -65,8 +138,17 @@ def load_corpus() -> dict[str, list[JSONObject]]:
 
 
 def load_cases() -> list[JSONObject]:
-    text = (HERE / "golden.jsonl").read_text()
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    """Every golden case; those of the corpora written for issue 13 are marked ``fresh``."""
+    cases: list[JSONObject] = []
+    for name in GOLDEN_FILES:
+        path = HERE / name
+        if path.exists():
+            for line in path.read_text().splitlines():
+                if line.strip():
+                    case = json.loads(line)
+                    case["fresh"] = name != GOLDEN_FILES[0]
+                    cases.append(case)
+    return cases
 
 
 def run_cases(corpus: dict[str, list[JSONObject]], cases: list[JSONObject]) -> list[Outcome]:
@@ -85,12 +167,15 @@ def run_cases(corpus: dict[str, list[JSONObject]], cases: list[JSONObject]) -> l
         items = result["results"]
         assert isinstance(items, list)
         ranked = [str(item["id"]) for item in items if isinstance(item, dict)]
+        missing = result.get("missing")
         outcomes.append(
             Outcome(
                 case,
                 ranked,
                 float(str(result["top_relevance"])),
                 bool(result["no_confident_match"]),
+                bool(result.get("weak_match")),
+                [str(m) for m in missing] if isinstance(missing, list) else [],
             )
         )
     return outcomes
@@ -113,12 +198,17 @@ def _recall(outcome: Outcome, k: int) -> float:
     return sum(1 for e in expected if e in outcome.ranked[:k]) / len(expected)
 
 
+def _of(outcomes: list[Outcome], *types: str) -> list[Outcome]:
+    return [o for o in outcomes if o.case["type"] in types]
+
+
 def measure(outcomes: list[Outcome]) -> Metrics:
+    """Every figure of a set of outcomes, each with its 95% interval; abstention as flagged."""
     metrics = Metrics()
-    positive = [o for o in outcomes if o.case["type"] == "positive"]
-    negative = [o for o in outcomes if o.case["type"] in ("no_answer", "hard_negative")]
-    hard = [o for o in outcomes if o.case["type"] == "hard_negative"]
-    history = [o for o in outcomes if o.case["type"] == "history"]
+    positive = _of(outcomes, "positive")
+    negative = _of(outcomes, *NEGATIVE_TYPES)
+    hard = _of(outcomes, "hard_negative")
+    history = _of(outcomes, "history")
     metrics.counts = {
         "positive": len(positive),
         "no-answer (hard negatives included)": len(negative),
@@ -127,100 +217,206 @@ def measure(outcomes: list[Outcome]) -> Metrics:
     }
     if positive:
         for k in (1, 3, 5):
-            metrics.rows[f"recall@{k}"] = sum(_recall(o, k) for o in positive) / len(positive)
-        metrics.rows["hit@5"] = sum(1 for o in positive if (_first_rank(o) or 99) <= 5) / len(
-            positive
+            metrics.rows[f"recall@{k}"] = mean([_recall(o, k) for o in positive])
+        metrics.rows["hit@5"] = share((_first_rank(o) or 99) <= 5 for o in positive)
+        metrics.rows["mrr"] = mean([1 / r if (r := _first_rank(o)) else 0.0 for o in positive])
+        metrics.rows["false_abstention"] = share(o.abstained for o in positive)
+        metrics.rows["weak_or_abstained_answerable"] = share(
+            o.abstained or o.weak for o in positive
         )
-        metrics.rows["mrr"] = sum(1 / r for o in positive if (r := _first_rank(o))) / len(positive)
-        metrics.rows["false_abstention"] = sum(o.abstained for o in positive) / len(positive)
     if negative:
-        metrics.rows["abstention_tn"] = sum(o.abstained for o in negative) / len(negative)
+        metrics.rows["abstention_tn"] = share(o.abstained for o in negative)
+        metrics.rows["weak_or_abstained_no_answer"] = share(o.abstained or o.weak for o in negative)
     if hard:
-        metrics.rows["hard_negative_tn"] = sum(o.abstained for o in hard) / len(hard)
+        metrics.rows["hard_negative_tn"] = share(o.abstained for o in hard)
     if history:
-        metrics.rows["history_recall@5"] = sum(_recall(o, 5) for o in history) / len(history)
+        metrics.rows["history_recall@5"] = mean([_recall(o, 5) for o in history])
     return metrics
 
 
 def sweep(outcomes: list[Outcome], steps: int = 20) -> list[tuple[float, float, float]]:
     """(floor, true-negative rate, false-abstention rate) for floors 0.00 to 1.00."""
-    positive = [o.top_relevance for o in outcomes if o.case["type"] == "positive"]
-    negative = [
-        o.top_relevance for o in outcomes if o.case["type"] in ("no_answer", "hard_negative")
-    ]
+    positive = [o.top_relevance for o in _of(outcomes, "positive")]
+    negative = [o.top_relevance for o in _of(outcomes, *NEGATIVE_TYPES)]
     rows = []
     for step in range(steps + 1):
         floor = step / steps
-        tn = sum(r < floor for r in negative) / len(negative)
-        fa = sum(r < floor for r in positive) / len(positive)
+        tn = sum(r < floor for r in negative) / max(len(negative), 1)
+        fa = sum(r < floor for r in positive) / max(len(positive), 1)
         rows.append((floor, tn, fa))
     return rows
 
 
-def choose_floor(outcomes: list[Outcome]) -> float:
-    """The highest floor whose false abstention on the dev split stays within the gate: a
-    wrong "nothing here" on an answerable question costs more than a weak answer flagged."""
-    dev = [o for o in outcomes if o.case.get("split") == "dev"]
-    limit = GATES["false_abstention"][1]
-    return max(floor for floor, _, fa in sweep(dev, steps=100) if fa <= limit)
+def choose_floor(outcomes: list[Outcome], limit: float = CALIBRATION_FA) -> float:
+    """The highest floor (in steps of 0.005) whose false abstention on these outcomes stays
+    within ``limit``: a wrong "nothing here" costs more than a weak answer flagged."""
+    positive = sorted(o.top_relevance for o in _of(outcomes, "positive"))
+    allowed = math.floor(limit * len(positive) + 1e-9)
+    if allowed >= len(positive):
+        return 1.0
+    # Abstaining below the (allowed+1)-th lowest relevance flags exactly `allowed` of them.
+    ceiling = positive[allowed]
+    return math.floor(ceiling * 200 + 1e-9) / 200
+
+
+def _held_out_fa(outcomes: list[Outcome], level: float) -> float:
+    """The pooled false abstention when each project is scored with the floor the others pick
+    at calibration level ``level``."""
+    flagged = total = 0
+    for project in {o.project for o in outcomes}:
+        floor = choose_floor([o for o in outcomes if o.project != project], level)
+        mine = _of([o for o in outcomes if o.project == project], "positive")
+        flagged += sum(o.top_relevance < floor for o in mine)
+        total += len(mine)
+    return flagged / max(total, 1)
+
+
+def calibration_level(outcomes: list[Outcome]) -> float:
+    """The calibration level to pick a floor at on these outcomes: the highest in
+    ``CALIBRATION_LEVELS`` whose leave-one-project-out false abstention *within them* stays
+    within ``CALIBRATION_FA``. A floor picked at exactly 5% on some projects abstains on a little
+    more than 5% of a new one; this margin is itself measured held out, never on the project
+    being scored."""
+    for level in CALIBRATION_LEVELS:
+        if _held_out_fa(outcomes, level) <= CALIBRATION_FA + 1e-9:
+            return level
+    return CALIBRATION_LEVELS[-1]
+
+
+def calibrate(outcomes: list[Outcome]) -> float:
+    """The floor these outcomes pick: at the calibration level they pick for themselves."""
+    return choose_floor(outcomes, calibration_level(outcomes))
+
+
+def lopo(
+    outcomes: list[Outcome], signal: Callable[[Outcome], float] | None = None
+) -> tuple[list[Outcome], dict[str, float]]:
+    """Leave-one-project-out: each project scored with the floor its complement picks (the
+    calibration level included, see :func:`calibrate`).
+
+    Returns the pooled held-out outcomes (``abstained`` recomputed) and the floor per project.
+    ``signal`` replaces ``top_relevance`` for studying other signals (evals/signal_study.py).
+    """
+    value = signal or (lambda o: o.top_relevance)
+    scored = [Outcome(o.case, o.ranked, value(o), o.abstained, o.weak, o.missing) for o in outcomes]
+    floors: dict[str, float] = {}
+    pooled: list[Outcome] = []
+    for project in sorted({o.project for o in scored}):
+        floor = calibrate([o for o in scored if o.project != project])
+        floors[project] = floor
+        for o in scored:
+            if o.project == project:
+                held = o.top_relevance < floor
+                pooled.append(
+                    Outcome(o.case, o.ranked, o.top_relevance, held, o.weak and not held, o.missing)
+                )
+    return pooled, floors
+
+
+def stale_floors(outcomes: list[Outcome]) -> list[str]:
+    """The shipped floors that differ from what calibration on all projects picks now."""
+    picked = {
+        "RELEVANCE_FLOOR": calibrate(outcomes),
+        "WEAK_FLOOR": choose_floor(outcomes, WEAK_LEVEL),
+    }
+    return [
+        f"rank.{name} = {getattr(rank, name)}, calibration picks {value:.3f}"
+        for name, value in picked.items()
+        if abs(float(getattr(rank, name)) - value) > 1e-9
+    ]
 
 
 def _meets(value: float | None, op: str, target: float) -> bool:
-    return value is not None and (value >= target if op == ">=" else value <= target)
+    return value is not None and (value >= target - 1e-9 if op == ">=" else value <= target + 1e-9)
 
 
 def gate_failures(metrics: Metrics) -> tuple[list[str], list[str]]:
-    """(failures CI stops on, targets reported as unmet but held at their ENFORCED level)."""
-    failures: list[str] = []
-    unmet: list[str] = []
-    for name, (op, target) in GATES.items():
-        value = metrics.rows.get(name)
-        if _meets(value, op, target):
-            continue
-        held = ENFORCED.get(name)
-        if held is not None and _meets(value, op, held):
-            unmet.append(
-                f"{name} = {value:.3f}: target {op} {target} NOT MET; CI holds {op} {held}"
-            )
-        else:
-            failures.append(
-                f"{name} = {value} (target {op} {held if held is not None else target})"
-            )
+    """(gates CI stops on, issue targets not met) for the LOPO metrics."""
+    failures = [
+        f"{name} = {metrics.rows[name].text()} (gate {op} {target})"
+        for name, (op, target) in GATES.items()
+        if name in metrics.rows and not _meets(metrics.rows[name].value, op, target)
+    ]
+    unmet = [
+        f"{name} = {metrics.rows[name].text()}: target {op} {target} not met"
+        for name, (op, target) in TARGETS.items()
+        if name in metrics.rows and not _meets(metrics.rows[name].value, op, target)
+    ]
     return failures, unmet
 
 
+def _is_fresh(outcome: Outcome) -> bool:
+    return bool(outcome.case.get("fresh"))
+
+
 def report(corpus: dict[str, list[JSONObject]], outcomes: list[Outcome]) -> str:
-    overall = measure(outcomes)
-    by_split = {
-        s: measure([o for o in outcomes if o.case.get("split") == s]) for s in ("dev", "test")
-    }
+    pooled, floors = lopo(outcomes)
+    held = measure(pooled)
+    shipped = measure(outcomes)
+    fresh = [o for o in pooled if _is_fresh(o)]
+    original = [o for o in pooled if not _is_fresh(o)]
+    columns: list[tuple[str, Metrics]] = [("LOPO, all projects", held)]
+    if fresh:
+        columns += [
+            ("LOPO, new corpora", measure(fresh)),
+            ("LOPO, original six", measure(original)),
+        ]
+    columns.append(("shipped floor, all", shipped))
+    all_level = calibration_level(outcomes)
+    all_floor = choose_floor(outcomes, all_level)
     lines = [
         f"Corpus: {sum(len(v) for v in corpus.values())} entries in {len(corpus)} projects; "
-        f"cases: " + ", ".join(f"{n} {k}" for k, n in overall.counts.items()) + ".",
+        f"cases: " + ", ".join(f"{n} {k}" for k, n in held.counts.items()) + ".",
         (
-            f"Abstention floor in use: `RELEVANCE_FLOOR = {rank.RELEVANCE_FLOOR}`; the floor the "
-            f"dev split picks (highest with false abstention <= 0.05): {choose_floor(outcomes):.2f}."
+            f"Weak band: the floor below which at most {WEAK_LEVEL:.0%} of answerable cases (all "
+            f"projects) fall: {choose_floor(outcomes, WEAK_LEVEL):.3f}."
+        ),
+        (
+            f"Abstention floor in use: `RELEVANCE_FLOOR = {rank.RELEVANCE_FLOOR}` (weak match "
+            f"below `WEAK_FLOOR = {getattr(rank, 'WEAK_FLOOR', None)}`); the floor all projects pick: "
+            f"{all_floor:.3f} (the highest with in-sample false abstention <= {all_level}, the "
+            f"level whose leave-one-project-out false abstention stays <= {CALIBRATION_FA}). "
+            "Leave-one-project-out floors: "
+            + ", ".join(f"{p} {f:.3f}" for p, f in floors.items())
+            + "."
         ),
         "",
-        "| metric | all | dev | test | gate |",
-        "|---|---|---|---|---|",
+        "Each figure with its 95% interval (Wilson for shares, normal for means).",
+        "",
+        "| metric | " + " | ".join(name for name, _ in columns) + " | target | CI gate (LOPO) |",
+        "|---|" + "---|" * (len(columns) + 2),
     ]
-    for name, value in overall.rows.items():
+    for name in held.rows:
+        target = TARGETS.get(name)
         gate = GATES.get(name)
-        target = f"{gate[0]} {gate[1]:.2f}" if gate else ""
-        split = " | ".join(
-            f"{by_split[s].rows.get(name, float('nan')):.3f}" for s in ("dev", "test")
+        cells = " | ".join(m.rows[name].text() if name in m.rows else "" for _, m in columns)
+        lines.append(
+            f"| {name} | {cells} | {f'{target[0]} {target[1]:g}' if target else ''} | "
+            f"{f'{gate[0]} {gate[1]:g}' if gate else ''} |"
         )
-        lines.append(f"| {name} | {value:.3f} | {split} | {target} |")
     lines += [
         "",
-        "Abstention floor sweep (no-answer true-negative rate vs false abstention on answerable):",
+        "Per project, held out (floor picked on the other projects):",
+        "",
+        "| project | floor | answerable | false abstention | no-answer | true negatives |",
+        "|---|---|---|---|---|---|",
+    ]
+    for project, floor in floors.items():
+        mine = [o for o in pooled if o.project == project]
+        pos, neg = _of(mine, "positive"), _of(mine, *NEGATIVE_TYPES)
+        lines.append(
+            f"| {project} | {floor:.3f} | {len(pos)} | {share(o.abstained for o in pos).text()} "
+            f"| {len(neg)} | {share(o.abstained for o in neg).text()} |"
+        )
+    lines += [
+        "",
+        "Abstention floor sweep, all projects (no-answer true-negative rate vs false abstention):",
         "",
         "| floor | true negatives | false abstention |",
         "|---|---|---|",
     ]
     lines += [f"| {floor:.2f} | {tn:.3f} | {fa:.3f} |" for floor, tn, fa in sweep(outcomes)]
-    misses = [o for o in outcomes if o.case["type"] == "positive" and (_first_rank(o) or 99) > 5]
+    misses = [o for o in _of(outcomes, "positive") if (_first_rank(o) or 99) > 5]
     if misses:
         lines += [
             "",
@@ -231,7 +427,7 @@ def report(corpus: dict[str, list[JSONObject]], outcomes: list[Outcome]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--gate", action="store_true", help="exit 1 when a CI target is missed")
+    parser.add_argument("--gate", action="store_true", help="exit 1 when a CI gate is missed")
     parser.add_argument(
         "--write", action="store_true", help="refresh the generated section of evals/README.md"
     )
@@ -245,13 +441,14 @@ def main(argv: list[str] | None = None) -> int:
         current = readme.read_text()
         start, stop = current.index(BEGIN) + len(BEGIN), current.index(END)
         readme.write_text(current[:start] + "\n" + text + "\n" + current[stop:])
-    failures, unmet = gate_failures(measure(outcomes))
+    failures, unmet = gate_failures(measure(lopo(outcomes)[0]))
+    failures += stale_floors(outcomes)
     for line in unmet:
-        print(f"UNMET TARGET: {line}")
+        print(f"UNMET TARGET (LOPO): {line}")
     if failures:
-        print("\nGATE FAILURES:\n  " + "\n  ".join(failures), file=sys.stderr)
+        print("\nGATE FAILURES (LOPO):\n  " + "\n  ".join(failures), file=sys.stderr)
         return 1 if args.gate else 0
-    print("\nCI gates passed" + (" (with unmet targets above)" if unmet else ""))
+    print("\nCI gates passed (LOPO)" + (" (with unmet targets above)" if unmet else ""))
     return 0
 
 

@@ -69,6 +69,8 @@ class TestStem:
         assert stem(word) == word
 
     def test_cache_is_bounded(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        # A fresh cache: other tests leave words in the shared one, which would skip the clear.
+        monkeypatch.setattr(text, "_stem_cache", {})
         monkeypatch.setattr(text, "_STEM_CACHE_MAX", 1)
         assert stem("deployments") == "deploy"
         assert stem("retrying") == "retri"

@@ -211,10 +211,20 @@ def entry_table(
 def search_text(result: Mapping[str, JSONValue], style: term.Style, *, room: int) -> str:
     """``search``'s answer: how relevant the best match is, the entries as a table, why an
     entry is flagged (unreviewed, superseded, a tombstone), and what the budget left out."""
-    lines = [f"top_relevance {result.get('top_relevance')}"]
+    head, *notes = render.relevance_line(result).splitlines()
     if result.get("no_confident_match"):
-        lines[0] += " (no confident match: nothing stored clearly answers this)"
-        lines[0] = style(lines[0], "yellow")
+        head = style(
+            f"top_relevance {result.get('top_relevance')} (no confident match: nothing "
+            "stored clearly answers this)",
+            "yellow",
+        )
+    elif result.get("weak_match"):
+        head = style(
+            f"top_relevance {result.get('top_relevance')} (weak match: related entries "
+            "that may not answer this)",
+            "yellow",
+        )
+    lines = [head, *(style(note, "yellow") for note in notes)]
     items = result.get("results")
     found = [item for item in (items if isinstance(items, list) else []) if isinstance(item, dict)]
     entries = [entry for item in found if isinstance(entry := item.get("entry"), dict)]

@@ -232,15 +232,12 @@ def _context(store: Store, args: JSONObject) -> ToolResult:
 
     result = get_context(store, args)
     truncated = _cap(result, "results")
-    head = f"top_relevance {result['top_relevance']}"
-    if result["no_confident_match"]:
-        head += " - no confident match: nothing stored clearly answers this; do not treat these as the answer"
-    blocks = [head]
+    blocks = [render.relevance_line(result)]
     for item in _dicts(result.get("results")):
         label = f" [{item['label']}]" if item.get("label") else ""
         entry = item.get("entry")
         body = render.block(entry) if isinstance(entry, dict) else str(item.get("line"))
-        blocks.append(f"{body}{label}")
+        blocks.append(f"{body}{label}{render.terms_line(item)}")
     if result["budget_truncated"] or truncated:
         blocks.append(
             f"budget reached; left out: {', '.join(_dicts_or_ids(result.get('dropped_ids')))}"
@@ -365,9 +362,9 @@ def _table() -> list[
             "get_context",
             "Get relevant project memory",
             (
-                "Ranked decisions, constraints and pipelines for a question and/or the file you "
-                "are about to change (path). Check no_confident_match: when true, nothing stored "
-                "answers it."
+                "Ranked decisions, constraints and pipelines for a question and/or a file you "
+                "will change (path). no_confident_match: nothing stored answers it; weak_match: "
+                "may not."
             ),
             CONTEXT_INPUT,
             _out(
@@ -375,6 +372,8 @@ def _table() -> list[
                     "results": _A,
                     "top_relevance": {"type": "number"},
                     "no_confident_match": {"type": "boolean"},
+                    "weak_match": {"type": "boolean"},
+                    "missing": _A,
                     "budget_truncated": {"type": "boolean"},
                     "dropped_ids": _A,
                 },

@@ -12,6 +12,7 @@ from ctxkeeper.core.errors import UsageError
 from ctxkeeper.core.model import KINDS, LIVE_STATUSES
 from ctxkeeper.core.scope import covers, relative_path, specificity
 from ctxkeeper.core.text import terms
+from ctxkeeper.read import coverage
 from ctxkeeper.read.render import one_line
 from ctxkeeper.read.textindex import TextIndex
 
@@ -23,10 +24,14 @@ if TYPE_CHECKING:
     from ctxkeeper.core._types import JSONObject, JSONValue
     from ctxkeeper.core.store import State, Store
 
-#: Below this relevance the best match is not trusted to answer the query. Chosen from the
-#: abstention sweep in evals/README.md: the highest floor whose false abstention on the dev
-#: split stays within 5% (a wrong "nothing here" costs more than a flagged weak answer).
-RELEVANCE_FLOOR: Final = 0.29  # dec-005-121f
+#: Below this relevance (read/coverage.py) the best match is not trusted to answer the query.
+#: Picked by evals/run_evals.py on all ten eval projects, at the in-sample level whose
+#: leave-one-project-out false abstention stays within 5% (a wrong "nothing here" costs more
+#: than a flagged weak answer); `run_evals.py --gate` fails when it goes stale.
+RELEVANCE_FLOOR: Final = 0.225  # dec-005-121f
+#: Between RELEVANCE_FLOOR and this, the best match is labelled ``weak_match``: related, but it
+#: may not answer the question. The floor below which a quarter of answerable eval questions fall.
+WEAK_FLOOR: Final = 0.4
 DEFAULT_BUDGET: Final = 4000
 MAX_RESULTS: Final = 20
 ABSTAIN_MODES: Final = ("include", "withhold")
@@ -115,10 +120,12 @@ def rank(
     instant = request.as_of or times.now()
     by_id = {str(e["id"]): e for e in entries}
     rel_path = relative_path(request.path, root) if request.path else None
-    query_terms = terms(request.query)
-    text_scores, relevance = index.score_terms(query_terms) if query_terms else ({}, {})
+    query_terms = terms(coverage.normalise_query(request.query))
+    text_scores = index.score_terms(query_terms)[0] if query_terms else {}
 
-    scored: dict[str, tuple[float, float]] = {}
+    # id -> (score, the entry whose coverage of the query is its relevance, share of it).
+    scored: dict[str, _Scored] = {}
+    structural: dict[str, float] = {}
     for doc, entry in enumerate(entries):
         if not _eligible(entry, request, instant):
             continue
@@ -135,17 +142,46 @@ def rank(
             # Narrower scopes say more about this file than project-wide ones.
             score += _SCOPE_BOOST * (1.0 + min(specificity(scopes, rel_path), 4) / 4)
         score *= _secondary(entry, instant)
-        match = relevance.get(doc, 0.0) if query_terms else _structural_relevance(tag_hits, covered)
-        scored[str(entry["id"])] = (score, match)
+        entry_id = str(entry["id"])
+        scored[entry_id] = (score, entry_id, 1.0)
+        structural[entry_id] = _structural_relevance(tag_hits, covered)
 
     _follow_related(scored, by_id, request, instant)
     if request.include_history:
         _add_history_links(scored, by_id, request, instant)
     ranked = sorted(scored.items(), key=lambda item: (-item[1][0], item[0]))[:MAX_RESULTS]
-    top_relevance = max((match for _, (_, match) in ranked), default=0.0)
+    asked = coverage.query_terms(request.query, index) if query_terms else []
+    matches: dict[str, coverage.Match] = {}
+    rows: list[_Row] = []
+    for entry_id, (score, source, share) in ranked:
+        if query_terms:
+            if source not in matches:
+                matches[source] = coverage.match(by_id[source], asked, index)
+            relevance = matches[source].relevance * share
+            own = matches.get(entry_id) or coverage.match(by_id[entry_id], asked, index)
+            matches[entry_id] = own
+        else:
+            relevance = structural.get(source, 0.0) * share
+            own = coverage.Match(relevance, (), ())
+        rows.append((entry_id, score, relevance, own))
+    top_relevance = max((row[2] for row in rows), default=0.0)
+    best = max(rows, key=lambda row: row[2], default=None)
+    missing: list[JSONValue] = list(best[3].missing) if best is not None else []
+    unmentioned: list[JSONValue] = list(
+        coverage.unmentioned(tuple(str(w) for w in missing), asked, index)
+    )
     no_confident = top_relevance < RELEVANCE_FLOOR
+    band = "none" if no_confident else ("weak" if top_relevance < WEAK_FLOOR else "confident")
     withhold = no_confident and request.abstain == "withhold"
-    return _fill_budget(ranked, by_id, request, top_relevance, no_confident, withhold=withhold)
+    result = _fill_budget(rows, by_id, request, top_relevance, no_confident, withhold=withhold)
+    result["weak_match"] = band == "weak"
+    result["missing"] = missing
+    result["unmentioned"] = unmentioned
+    return result
+
+
+_Scored = tuple[float, str, float]
+_Row = tuple[str, float, float, "coverage.Match"]
 
 
 def _eligible(entry: Mapping[str, JSONValue], request: ContextQuery, instant: datetime) -> bool:
@@ -174,34 +210,34 @@ def _secondary(entry: Mapping[str, JSONValue], instant: datetime) -> float:
 
 
 def _follow_related(
-    scored: dict[str, tuple[float, float]],
+    scored: dict[str, _Scored],
     by_id: Mapping[str, JSONObject],
     request: ContextQuery,
     instant: datetime,
 ) -> None:
     """One hop along ``related_to``: a strong match brings its related entries along."""
-    for entry_id, (score, match) in list(scored.items()):
+    for entry_id, (score, source, share) in list(scored.items()):
         for related in _list(by_id[entry_id].get("related_to")):
             other = by_id.get(str(related))
             if other is None or str(related) in scored or not _eligible(other, request, instant):
                 continue
-            scored[str(related)] = (score * _RELATED_SHARE, match * _RELATED_SHARE)
+            scored[str(related)] = (score * _RELATED_SHARE, source, share * _RELATED_SHARE)
 
 
 def _add_history_links(
-    scored: dict[str, tuple[float, float]],
+    scored: dict[str, _Scored],
     by_id: Mapping[str, JSONObject],
     request: ContextQuery,
     instant: datetime,
 ) -> None:
     """History questions need both ends of a supersession: bring the other end along."""
-    for entry_id, (score, match) in list(scored.items()):
+    for entry_id, (score, source, share) in list(scored.items()):
         entry = by_id[entry_id]
         linked = [entry.get("superseded_by"), *_list(entry.get("supersedes"))]
         for other_id in linked:
             known = isinstance(other_id, str) and other_id in by_id and other_id not in scored
             if known and _eligible(by_id[str(other_id)], request, instant):
-                scored[str(other_id)] = (score * 0.9, match)
+                scored[str(other_id)] = (score * 0.9, source, share)
 
 
 def _label(entry: Mapping[str, JSONValue], by_id: Mapping[str, JSONObject]) -> JSONObject:
@@ -228,7 +264,7 @@ def _cost(item: JSONValue) -> int:
 
 
 def _fill_budget(
-    ranked: list[tuple[str, tuple[float, float]]],
+    rows: list[_Row],
     by_id: Mapping[str, JSONObject],
     request: ContextQuery,
     top_relevance: float,
@@ -239,14 +275,16 @@ def _fill_budget(
     results: list[JSONValue] = []
     dropped: list[JSONValue] = []
     spent = 0
-    for entry_id, (score, match) in ranked:
+    for entry_id, score, relevance, own in rows:
         entry = by_id[entry_id]
         item: JSONObject = {
             "id": entry_id,
             "kind": entry["kind"],
             "status": entry["status"],
             "score": round(score, 4),
-            "relevance": round(match, 4),
+            "relevance": round(relevance, 4),
+            "matched_terms": list(own.matched),
+            "missing_terms": list(own.missing),
             **_label(entry, by_id),
         }
         if withhold:

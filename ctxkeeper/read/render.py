@@ -84,6 +84,51 @@ def _value(value: JSONValue, *, multiline: bool = False) -> str:
     return "(none)" if value is None else visible(str(value), multiline=multiline)
 
 
+def relevance_line(result: Mapping[str, JSONValue]) -> str:
+    """The head of a ``get_context`` answer: how relevant the best match is, the band it falls
+    in, and the distinctive words of the question it leaves out (see read/coverage.py)."""
+    line = f"top_relevance {result.get('top_relevance')}"
+    if result.get("no_confident_match"):
+        line += (
+            " - no confident match: nothing stored clearly answers this; do not treat these as "
+            "the answer"
+        )
+    elif result.get("weak_match"):
+        line += (
+            " - weak match: related entries that may not answer this; check before relying on them"
+        )
+    missing = [str(w) for w in _strings(result.get("missing"))]
+    unmentioned = set(_strings(result.get("unmentioned")))
+    absent = [w for w in missing if w in unmentioned]
+    lacking = [w for w in missing if w not in unmentioned]
+    if absent:
+        line += f"\nnothing stored mentions {_words(absent)}"
+    if lacking:
+        line += f"\nthe best match does not cover {_words(lacking)}"
+    return line
+
+
+def terms_line(item: Mapping[str, JSONValue]) -> str:
+    """One result's match with the query: the words it matched and the distinctive ones it
+    does not cover (it may name them only among rejected alternatives or paths); empty when
+    the query had no words."""
+    matched, missing = _strings(item.get("matched_terms")), _strings(item.get("missing_terms"))
+    if not matched and not missing:
+        return ""
+    parts = [f"matches {_words(matched, 'and')}"] if matched else []
+    parts += [f"does not cover {_words(missing)}"] if missing else []
+    return "\n  (" + "; ".join(parts) + ")"
+
+
+def _strings(value: JSONValue) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def _words(words: list[str], conjunction: str = "or") -> str:
+    shown = [visible(w) for w in words]
+    return shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} {conjunction} {shown[-1]}"
+
+
 def pending_line(change: Mapping[str, JSONValue]) -> str:
     """One pending change, as a reader of the entry needs it (see ``ctxkeeper.core.changes``)."""
     actor = change.get("actor")
