@@ -1,6 +1,6 @@
 """How much of a query an entry covers, and which of the query's distinctive words it leaves out.
 
-This is the abstention signal of ``get_context`` (issue 13, dec-005-121f): ``relevance`` is the
+This is the abstention signal of ``get_context`` (issue 13, dec-022-0644): ``relevance`` is the
 IDF-weighted share of the query's terms an entry contains. It looks at the query and the entry
 and nothing else, so scope, recency and status never make an entry look relevant. The same
 computation names the words: ``matched`` (query words the entry contains) and ``missing`` (the
@@ -8,7 +8,8 @@ computation names the words: ``matched`` (query words the entry contains) and ``
 
 What counts, and why (each choice measured leave-one-project-out, evals/README.md):
 - A word found only among the options a decision rejected (``alternatives``) or in a path does
-  not make the entry about it; one found only in ``why_chosen`` counts half (see FIELD_CREDIT).
+  not make the entry about it (con-019-a3d2); one found only in ``why_chosen`` counts half
+  (see FIELD_CREDIT).
 - Contractions lose their clitic ("what's" is "what", "we're" is "we"), so they do not turn
   into rare words no entry contains.
 - A query word no entry contains weighs as much as the rarest word there is: "what is our backup

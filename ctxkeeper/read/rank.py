@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 #: Picked by evals/run_evals.py on all ten eval projects, at the in-sample level whose
 #: leave-one-project-out false abstention stays within 5% (a wrong "nothing here" costs more
 #: than a flagged weak answer); `run_evals.py --gate` fails when it goes stale.
-RELEVANCE_FLOOR: Final = 0.225  # dec-005-121f
+RELEVANCE_FLOOR: Final = 0.225  # dec-022-0644 (picked leave-one-project-out)
 #: Between RELEVANCE_FLOOR and this, the best match is labelled ``weak_match``: related, but it
 #: may not answer the question. The floor below which a quarter of answerable eval questions fall.
 WEAK_FLOOR: Final = 0.4
