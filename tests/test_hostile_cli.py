@@ -254,3 +254,46 @@ def test_very_long_arguments_get_a_short_clear_message(
 ) -> None:
     done = _refused(project, argv, status, says)
     assert len(done.stderr) < 2000, len(done.stderr)
+
+
+# -- a hostile store, as a clone brings it --------------------------------------------------
+
+
+def test_a_cloned_store_with_escapes_never_reaches_the_terminal_raw(project: Path) -> None:
+    # entries.json and config.json are untrusted: a clone may hold escape sequences in any
+    # value or key. Every verb that prints them shows them escaped.
+    entries_path = project / ".context" / "entries.json"
+    document = json.loads(entries_path.read_text())
+    entries = document["entries"]
+    entry = entries[0] if isinstance(entries, list) else next(iter(entries.values()))
+    entry_id = str(entry["id"])
+    entry["rule"] = f"Every charge {CSI}{OSC} request carries an idempotency key"
+    entry["tags"] = [f"billing{CSI}"]
+    entry[f"field{CSI}"] = "value\u009b2J\u202e"
+    entries_path.write_text(json.dumps(document))
+    config_path = project / ".context" / "config.json"
+    config = json.loads(config_path.read_text())
+    config[f"setting{OSC}"] = CSI
+    config_path.write_text(json.dumps(config))
+    shown = b""
+    for argv in (
+        ["list"],
+        ["show", entry_id],
+        ["history", entry_id],
+        ["status"],
+        ["doctor"],
+        ["search", "idempotency charge"],
+        ["list", "--json"],
+    ):
+        done = cli(*argv, cwd=project)
+        assert b"Traceback" not in done.stderr, done.stderr
+        for raw in RAW_CONTROLS:
+            assert raw not in done.stdout + done.stderr, (argv, raw)
+        shown += done.stdout + done.stderr
+    # Control: the hostile values were printed, escaped, not dropped; the JSON escapes parse
+    # back to exactly what the file holds.
+    assert b"Every charge <U+001B>[2J" in shown
+    listed = json.loads(cli("list", "--json", cwd=project).stdout)["results"][0]
+    assert listed["rule"] == entry["rule"]
+    assert listed[f"field{CSI}"] == "value\u009b2J\u202e"
+    assert b"setting\\x1b]0;owned\\x07" in shown

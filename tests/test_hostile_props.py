@@ -612,6 +612,41 @@ def test_jsonrpc_reader_answers_every_line_and_keeps_serving(line: bytes) -> Non
     assert after == {"jsonrpc": "2.0", "id": "after", "result": {}}
 
 
+MODERN_META: JSONObject = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def _discover(request_id: str) -> bytes:
+    message = {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "server/discover",
+        "params": {"_meta": MODERN_META},
+    }
+    return json.dumps(message).encode()
+
+
+@settings(PROPS, max_examples=150)
+@given(HOSTILE_LINES)
+@example(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"x"}}')
+@example(b'{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":[]}}')
+def test_jsonrpc_reader_in_the_stateless_era(line: bytes) -> None:
+    # The 2026-07-28 era: no handshake, every request carries _meta; the same guarantees hold.
+    session = _Server.get().session()
+    opened = session.handle_line(_discover("open"))
+    assert opened is not None
+    assert "result" in opened
+    _check_reply(line, session.handle_line(line))
+    after = session.handle_line(_discover("after"))
+    assert after is not None
+    assert after["id"] == "after"
+    result = after["result"]
+    assert isinstance(result, dict)
+    assert result["supportedVersions"] == ["2026-07-28"]
+
+
 def _frames(lines: list[bytes]) -> Iterator[bytes]:
     for number, line in enumerate(lines):
         yield line.replace(b"\n", b" ") + b"\n"
