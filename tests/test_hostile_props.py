@@ -340,6 +340,7 @@ def mutated_snapshots(draw: st.DrawFn) -> bytes:
     """A valid snapshot with one to three edits: at the byte, line or JSON-value level."""
     lines = _Snap.get().data.split(b"\n")
     for _ in range(draw(st.integers(1, 3))):
+        lines = lines or [b""]  # every line deleted: an empty file, still a line to edit
         edit = draw(
             st.sampled_from(["bytes", "delete", "duplicate", "swap", "value", "truncate", "line"])
         )
