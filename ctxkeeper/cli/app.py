@@ -119,7 +119,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse, with usage errors that say where to look next."""
 
     def error(self, message: str) -> NoReturn:
-        super().error(f"{message} (see `{self.prog} --help`)")
+        # argparse quotes some values with repr and others raw ("unrecognized arguments").
+        super().error(f"{_shown(message)} (see `{self.prog} --help`)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -318,8 +319,29 @@ def _report_error(args: _Args, code: str, message: str, status: int) -> int:
             print(json.dumps({"error": code, "message": message}), flush=True)
         except BrokenPipeError:
             _drop_stdout()
-    print(f"ctxkeeper: {message}", file=sys.stderr)
+    print(f"ctxkeeper: {_shown(message)}", file=sys.stderr)
     return status
+
+
+def _shown(message: str) -> str:
+    """``message`` safe for a terminal: a control character an argument or a path brought in
+    (an escape sequence, a bidi override) shows as ``<U+001B>``; line breaks stay; a word too
+    long to read (a 100 KB argument echoed back) is cut, so the advice after it stays in view."""
+    return "\n".join(
+        " ".join(_clipped(word) for word in render.visible(line).split(" "))
+        for line in message.split("\n")
+    )
+
+
+def _clipped(word: str) -> str:
+    if len(word) <= _WORD_MAX:
+        return word
+    # The quote or bracket that closes the value stays, so the sentence still reads.
+    tail = word[len(word.rstrip("'\"):;,.")) :][:4]
+    return f"{word[: _WORD_MAX // 2]}...({len(word):,} characters){tail}"
+
+
+_WORD_MAX = 240
 
 
 def _store(args: _Args) -> Store:

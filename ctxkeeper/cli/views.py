@@ -449,5 +449,19 @@ def record_lines(result: JSONObject, style: term.Style, *, room: int) -> list[st
 
 def emit(args: object, data: JSONValue, text: str) -> int:
     """Print a verb's result: JSON with ``--json``, else its text; exit status 0."""
-    print(json.dumps(data, indent=2, ensure_ascii=False) if getattr(args, "json", False) else text)
+    print(json_text(data) if getattr(args, "json", False) else text)
     return 0
+
+
+def json_text(data: JSONValue) -> str:
+    """``data`` as indented UTF-8 JSON whose every invisible character is a ``\\u`` escape.
+
+    ``json.dumps`` escapes C0 controls only: a C1 CSI (U+009B) or a bidi override from an
+    untrusted store would reach the terminal raw. The escapes parse back to the same value.
+    """
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    if text.isascii() and "\x7f" not in text:
+        return text
+    return "".join(
+        char if char == "\n" or char.isprintable() else json.dumps(char)[1:-1] for char in text
+    )

@@ -220,7 +220,15 @@ def _clean_common(
                     f"tag {shown} must be one word of at most {_TAG_MAX} characters", field="tags"
                 )
         return _unique(tags)
-    return _unique([check_id(item) for item in items])
+    return _unique([_related_id(number, item) for number, item in enumerate(items)])
+
+
+def _related_id(number: int, item: str) -> str:
+    # check_id's message names the value only; a writer needs to know which field held it.
+    try:
+        return check_id(item)
+    except UsageError as exc:
+        raise UsageError(f"related_to[{number}]: {exc}") from None
 
 
 def clean_fields(

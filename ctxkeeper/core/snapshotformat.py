@@ -369,7 +369,7 @@ def _checked_event(value: JSONValue, path: str, number: int) -> JSONObject:
     if not isinstance(entry_id, str) or not ID_PATTERN.match(entry_id):
         raise fail(f"{entry_id!r} is not an entry id (ids look like dec-021-b607)")
     op = value.get("op")
-    if op not in journal.OPS:
+    if not isinstance(op, str) or op not in journal.OPS:  # a list or object is unhashable
         raise fail(f"unknown op {op!r}")
     if not isinstance(value.get("at"), str):
         raise fail("at must be a time string")

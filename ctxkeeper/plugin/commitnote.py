@@ -90,7 +90,12 @@ def handle(ctx: HookContext) -> JSONObject | None:
     """One line of ``additionalContext`` after a decision-like commit; None otherwise."""
     tool_input = ctx.payload.get("tool_input")
     command = tool_input.get("command") if isinstance(tool_input, dict) else None
-    if not isinstance(command, str) or "commit" not in command or not _succeeded(ctx):
+    if not isinstance(command, str):
+        # As bashguard does: not what Claude Code documents for Bash, so logged (fail open).
+        from ctxkeeper.plugin.hookio import HookInputError
+
+        raise HookInputError("tool_input.command is missing or not a string")
+    if "commit" not in command or not _succeeded(ctx):
         return None
     for words in split_commands(command):
         message = commit_message(words)

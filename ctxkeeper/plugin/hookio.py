@@ -73,7 +73,9 @@ class HookContext:
         value = self.payload.get(key)
         if isinstance(value, str) and value:
             return value
-        if required:
+        if required or (value is not None and not isinstance(value, str)):
+            # An optional field of the wrong type is not "absent": agent_id 5 is no subagent's
+            # id, and reading it as the main session would mark the main session's ledger.
             raise HookInputError(f"stdin field {key!r} is missing or not a string")
         return None
 

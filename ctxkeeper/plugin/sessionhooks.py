@@ -78,9 +78,10 @@ def session_start(ctx: HookContext) -> JSONObject | None:
 
     from ctxkeeper.read.summary import project_summary, render_summary
 
+    # The ledger names the session: read first, so a bad stdin fails before the import writes.
+    ledger_file = ctx.ledger()
     store = _open(ctx)
     arrived = _import_team_snapshot(store)
-    ledger_file = ctx.ledger()
     compacted = ctx.payload.get("source") == "compact"
     if compacted:
         ledger.rearm(ledger_file)
