@@ -1,0 +1,241 @@
+"""The repository's history as data: one ``git log`` pass, parsed without trusting it.
+
+Every call runs git directly (no shell) with a timeout, and reads its output as bytes: a commit
+subject or a file name can hold any character, so fields are separated by NUL (``-z``), which
+neither can contain, and file names are taken by position, never by their look.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import Final
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+#: Seconds before a git call is given up on (the log of a large repository included).
+PROBE_TIMEOUT: Final = 10.0
+LOG_TIMEOUT: Final = 60.0
+SUBJECT_MAX: Final = 200
+_HEX: Final = frozenset("0123456789abcdef")
+#: A header: our record mark, then sha, parents, commit time and subject, 0x1f-separated.
+_FORMAT: Final = "--format=%x1e%H%x1f%P%x1f%ct%x1f%s"
+_STATUS: Final = frozenset("ACDMRTUXB")
+
+
+class GitError(Exception):
+    """git is missing, is not a repository here, failed or timed out."""
+
+
+@dataclass(frozen=True)
+class Repo:
+    """What one probe learned about the repository holding the project root."""
+
+    head: str | None
+    """HEAD's commit (None: a repository with no commit yet)."""
+    shallow: bool
+    prefix: str
+    """The project root relative to the repository's top level ("" when they are the same)."""
+
+
+@dataclass
+class Commit:
+    sha: str
+    parents: tuple[str, ...]
+    time: int
+    """Committer time, seconds since the epoch (converted to ISO-8601 before it is shown)."""
+    subject: str
+    paths: list[str] = field(default_factory=list)
+    renames: list[tuple[str, str]] = field(default_factory=list)
+
+
+def is_sha(text: object) -> bool:
+    return isinstance(text, str) and len(text) in (40, 64) and _HEX.issuperset(text)
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    # Reads only: no index refresh behind a concurrent git, no prompt, no pager, plain C text.
+    env.update(GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", GIT_PAGER="cat", LC_ALL="C")
+    return env
+
+
+def run_git(
+    root: str, args: Sequence[str], *, stdin: bytes | None = None, timeout: float = PROBE_TIMEOUT
+) -> tuple[int, bytes]:
+    """Run ``git -C root ARGS``; return the exit status and stdout.
+
+    :raise GitError: git is not installed, cannot start, or did not finish in time.
+    """
+    try:
+        proc = subprocess.run(
+            ["git", "-C", root, *args],
+            input=stdin if stdin is not None else b"",
+            capture_output=True,
+            timeout=timeout,
+            env=_env(),
+            check=False,
+        )
+    except FileNotFoundError:
+        raise GitError("git is not installed (not found on PATH)") from None
+    except subprocess.TimeoutExpired:
+        raise GitError(f"git {args[0]} did not finish within {timeout:g} seconds") from None
+    except OSError as exc:
+        raise GitError(f"git could not run: {exc.strerror or exc}") from None
+    return proc.returncode, proc.stdout
+
+
+def probe(root: str) -> Repo:
+    """HEAD, shallowness and the root's place in the repository.
+
+    :raise GitError: no git, or ``root`` is not inside a work tree.
+    """
+    status, out = run_git(root, ["rev-parse", "--is-inside-work-tree"])
+    if status != 0 or out.strip() != b"true":
+        raise GitError(f"{root} is not inside a git work tree")
+    status, out = run_git(root, ["rev-parse", "--is-shallow-repository", "--show-prefix"])
+    lines = out.decode("utf-8", "surrogateescape").split("\n")
+    if status != 0 or len(lines) < 2:
+        raise GitError("git rev-parse failed")
+    shallow = lines[0].strip() == "true"
+    prefix = lines[1].strip().rstrip("/")
+    status, out = run_git(root, ["rev-parse", "--verify", "-q", "HEAD^{commit}"])
+    head = out.decode("ascii", "replace").strip() if status == 0 else None
+    return Repo(head if is_sha(head) else None, shallow, prefix)
+
+
+def head_sha(root: str) -> str | None:
+    """``git rev-parse HEAD``, or None without git, a repository or a commit."""
+    try:
+        status, out = run_git(root, ["rev-parse", "--verify", "-q", "HEAD^{commit}"])
+    except GitError:
+        return None
+    sha = out.decode("ascii", "replace").strip()
+    return sha if status == 0 and is_sha(sha) else None
+
+
+def present(root: str, shas: Iterable[str]) -> set[str]:
+    """The commits among ``shas`` this clone holds (a shallow clone lacks the older ones)."""
+    wanted = sorted({s for s in shas if is_sha(s)})
+    if not wanted:
+        return set()
+    status, out = run_git(
+        root, ["cat-file", "--batch-check"], stdin=("\n".join(wanted) + "\n").encode()
+    )
+    if status != 0:
+        raise GitError("git cat-file failed")
+    found: set[str] = set()
+    for line in out.decode("ascii", "replace").splitlines():
+        parts = line.split(" ")
+        if len(parts) == 3 and parts[1] == "commit" and parts[0] in wanted:
+            found.add(parts[0])
+    return found
+
+
+def merge_base(root: str, shas: Sequence[str]) -> str | None:
+    """A common ancestor of every commit in ``shas`` (None when they share none)."""
+    if len(shas) == 1:
+        return shas[0]
+    status, out = run_git(root, ["merge-base", "--octopus", *shas], timeout=LOG_TIMEOUT)
+    sha = out.decode("ascii", "replace").strip().split("\n")[0] if status == 0 else ""
+    return sha if is_sha(sha) else None
+
+
+def log(root: str, tips: Sequence[str], exclude: Sequence[str] = (), *, relative: bool) -> list[Commit]:
+    """One pass: every commit reachable from ``tips`` and not from ``exclude``, children before
+    parents, each with the paths it touched (both sides of a rename) and its renames.
+
+    :param relative: report paths relative to the root and leave out the rest (the project
+        is a subdirectory of the repository).
+    """
+    revisions = [*(t for t in tips if is_sha(t)), *(f"^{x}" for x in exclude if is_sha(x))]
+    args = [
+        "-c",
+        "core.quotePath=false",
+        "log",
+        "--stdin",
+        "-z",
+        "--topo-order",
+        "--name-status",
+        "-M",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--no-show-signature",
+        "--no-notes",
+        _FORMAT,
+    ]
+    if relative:
+        args.append("--relative")
+    status, out = run_git(
+        root, args, stdin=("\n".join(revisions) + "\n").encode(), timeout=LOG_TIMEOUT
+    )
+    if status != 0:
+        raise GitError("git log failed")
+    return parse_log(out)
+
+
+def parse_log(data: bytes) -> list[Commit]:
+    """Parse ``git log -z --name-status`` output written with :data:`_FORMAT`.
+
+    File names are consumed by position after their status letter, so a name that looks like
+    a header or a status cannot derail the parse; a malformed header ends it (what came before
+    is kept).
+    """
+    tokens = data.decode("utf-8", "surrogateescape").split("\0")
+    commits: list[Commit] = []
+    current: Commit | None = None
+    index = 0
+    count = len(tokens)
+    while index < count:
+        token = tokens[index]
+        index += 1
+        if token.startswith("\n"):
+            token = token[1:]
+        if not token:
+            continue
+        if token.startswith("\x1e"):
+            current = _header(token[1:])
+            if current is None:
+                break
+            commits.append(current)
+            continue
+        score = token[1:]
+        if current is None or token[0] not in _STATUS or (score and not score.isdigit()):
+            break
+        wanted = 2 if token[0] in "RC" else 1
+        names = tokens[index : index + wanted]
+        index += wanted
+        if len(names) < wanted:
+            break
+        current.paths.extend(names)
+        if token[0] == "R":
+            current.renames.append((names[0], names[1]))
+    return commits
+
+
+def _header(text: str) -> Commit | None:
+    parts = text.split("\x1f", 3)
+    if len(parts) != 4 or not is_sha(parts[0]) or not parts[2].isdigit():
+        return None
+    parents = tuple(p for p in parts[1].split(" ") if p)
+    if not all(is_sha(p) for p in parents):
+        return None
+    return Commit(parts[0], parents, int(parts[2]), _clean_subject(parts[3]))
+
+
+def _clean_subject(text: str) -> str:
+    """A subject as one printable line: control characters become spaces, and it is capped."""
+    cleaned = "".join(" " if (ord(c) < 32 or 0x7F <= ord(c) < 0xA0) else c for c in text)
+    cleaned = cleaned.encode("utf-8", "replace").decode("utf-8")
+    cleaned = " ".join(cleaned.split())
+    return cleaned if len(cleaned) <= SUBJECT_MAX else cleaned[: SUBJECT_MAX - 1] + "…"
+
+
+def iso(seconds: int) -> str:
+    """An epoch time as ctxkeeper writes instants: ``2026-11-30T09:15:00Z``."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
