@@ -73,7 +73,9 @@ def read_head(root: str) -> str | None:
     if git_dir is None:
         return None
     common_text = _read(os.path.join(git_dir, "commondir"))
-    common = os.path.normpath(os.path.join(git_dir, common_text.strip())) if common_text else git_dir
+    common = (
+        os.path.normpath(os.path.join(git_dir, common_text.strip())) if common_text else git_dir
+    )
     text = _read(os.path.join(git_dir, "HEAD"))
     if text is None:
         return UNKNOWN

@@ -11,7 +11,7 @@ import os
 import subprocess
 import time
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, TypeGuard
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -51,9 +51,11 @@ class Commit:
     subject: str
     paths: list[str] = field(default_factory=list)
     renames: list[tuple[str, str]] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    """Paths this commit deleted or renamed away."""
 
 
-def is_sha(text: object) -> bool:
+def is_sha(text: object) -> TypeGuard[str]:
     return isinstance(text, str) and len(text) in (40, 64) and _HEX.issuperset(text)
 
 
@@ -145,7 +147,9 @@ def merge_base(root: str, shas: Sequence[str]) -> str | None:
     return sha if is_sha(sha) else None
 
 
-def log(root: str, tips: Sequence[str], exclude: Sequence[str] = (), *, relative: bool) -> list[Commit]:
+def log(
+    root: str, tips: Sequence[str], exclude: Sequence[str] = (), *, relative: bool
+) -> list[Commit]:
     """One pass: every commit reachable from ``tips`` and not from ``exclude``, children before
     parents, each with the paths it touched (both sides of a rename) and its renames.
 
@@ -194,8 +198,7 @@ def parse_log(data: bytes) -> list[Commit]:
     while index < count:
         token = tokens[index]
         index += 1
-        if token.startswith("\n"):
-            token = token[1:]
+        token = token.removeprefix("\n")
         if not token:
             continue
         if token.startswith("\x1e"):
@@ -215,6 +218,8 @@ def parse_log(data: bytes) -> list[Commit]:
         current.paths.extend(names)
         if token[0] == "R":
             current.renames.append((names[0], names[1]))
+        if token[0] in "RD":
+            current.removed.append(names[0])
     return commits
 
 

@@ -314,7 +314,9 @@ def _summary(store: Store, args: JSONObject) -> ToolResult:
     from ctxkeeper.read.summary import project_summary, render_summary
 
     budget = args.get("token_budget")
-    result = project_summary(store, token_budget=budget if isinstance(budget, int) else None)
+    result = project_summary(
+        store, token_budget=budget if isinstance(budget, int) else None, with_drift=True
+    )
     return ToolResult(result, render_summary(result))
 
 

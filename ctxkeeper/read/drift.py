@@ -79,6 +79,8 @@ class _Item:
         self.since_text = entry.get(self.basis)
         self.by_sha = False
         self.touched: list[int] = []
+        self.removed: set[str] = set()
+        """Scopes under which the history shows a path deleted or renamed away."""
         self.commits: list[int] | None = None
         self.unseen = False
         self.note: str | None = None
@@ -126,16 +128,22 @@ def check_drift(
     except gitlog.GitError as exc:
         notes.append(
             f"no git history here ({exc}): only days_since_verified is reported; the commits "
-            "touching each scope cannot be checked"
+            "touching each scope, and scope paths removed, cannot be checked"
         )
     if repo is not None and repo.head is None:
         notes.append("the repository has no commit yet: nothing can have drifted")
     if repo is not None and repo.head is not None and items:
-        log = _one_pass(store.root, repo, items, notes)
+        try:
+            log = _one_pass(store.root, repo, items, notes)
+        except gitlog.GitError as exc:
+            notes.append(f"the git history could not be read ({exc}): commits not checked")
+            for item in items:
+                item.commits = None
+            log = []
     renames = _renames(log)
-    results: list[JSONValue] = []
-    for item in items:
-        results.append(_result(store.root, item, log, renames, instant, shown, git=bool(repo)))
+    results: list[JSONValue] = [
+        _result(store.root, item, log, renames, instant, shown, git=bool(repo)) for item in items
+    ]
     if repo is not None and repo.shallow:
         unseen = sum(1 for item in items if item.unseen)
         notes.append(
@@ -148,7 +156,7 @@ def check_drift(
             )
         )
     drifted = {i.id: len(i.commits) for i in items if i.commits}
-    orphaned = [
+    orphaned: list[JSONValue] = [
         str(r["id"])
         for r in results
         if isinstance(r, dict) and isinstance(r.get("orphaned_scope"), list) and r["orphaned_scope"]
@@ -156,16 +164,16 @@ def check_drift(
     report: JSONObject = {
         "results": results,
         "total": len(results),
-        "drifted": sorted(drifted),
+        "drifted": [*sorted(drifted)],
         "orphaned": orphaned,
-        "unseen": [i.id for i in items if i.unseen],
+        "unseen": [*(i.id for i in items if i.unseen)],
         "git": repo is not None,
         "head": repo.head if repo is not None else None,
         "shallow": bool(repo is not None and repo.shallow),
         "notes": list(notes),
     }
     if not ids and repo is not None and repo.head is not None:
-        _write_cache(store, repo.head, stamp, drifted, orphaned)
+        _write_cache(store, repo.head, stamp, drifted, [str(i) for i in orphaned])
     return report
 
 
@@ -234,6 +242,10 @@ def _assign(head: str, log: list[Commit], items: list[_Item], *, shallow: bool) 
             touching.append(index)
             for item in hit.values():
                 item.touched.append(index)
+        for path in commit.removed:
+            for key in scopescan(path, by_scope):
+                for item in by_scope[key]:
+                    item.removed.add(key)
     bit = {index: 1 << n for n, index in enumerate(touching)}
     wanted = {head} | {i.sha for i in items if i.by_sha and i.sha}
     reach = _reach(log, bit, wanted)
@@ -246,9 +258,7 @@ def _assign(head: str, log: list[Commit], items: list[_Item], *, shallow: bool) 
             continue
         since = item.since
         item.commits = [
-            i
-            for i in item.touched
-            if from_head & bit[i] and (since is None or log[i].time > since)
+            i for i in item.touched if from_head & bit[i] and (since is None or log[i].time > since)
         ]
         if shallow and oldest is not None and (since is None or since < oldest):
             item.unseen = True
@@ -315,7 +325,9 @@ def _exists(root: str, rel: str) -> bool:
         return False
 
 
-def suggest(root: str, scope: str, renames: list[tuple[str, str]], hops: int = _RENAME_HOPS) -> str | None:
+def suggest(
+    root: str, scope: str, renames: list[tuple[str, str]], hops: int = _RENAME_HOPS
+) -> str | None:
     """Where git saw ``scope`` renamed to, if that path exists now (following later renames)."""
     counts: dict[str, int] = {}
     for old, new in renames:
@@ -355,10 +367,12 @@ def _result(
     *,
     git: bool,
 ) -> JSONObject:
+    # Gone, not merely absent: a scope may name a file still to be written (the edit gate
+    # covers new files), so only a path the history shows deleted or renamed away counts.
     orphaned: list[JSONValue] = [
         {"path": scope, "suggested": suggest(root, scope, renames)}
         for scope in item.scopes
-        if not _exists(root, scope)
+        if scope in item.removed and not _exists(root, scope)
     ]
     days = int((instant - item.since) // _DAY) if item.since is not None else None
     listed: list[JSONValue] = []
@@ -372,7 +386,7 @@ def _result(
         ]
     note = item.note
     if not git:
-        note = "no git: commits not checked"
+        note = "no git: commits and removed scope paths not checked"
     return {
         "id": item.id,
         "kind": item.entry.get("kind"),
@@ -427,12 +441,12 @@ def drift_text(report: Mapping[str, JSONValue], *, verbose: bool = False) -> str
         if not (listed or verbose or not report.get("git")):
             continue
         lines.append(_entry_line(result))
-        for commit in _list(result.get("commits")):
-            if isinstance(commit, dict):
-                lines.append(
-                    f"    {str(commit.get('sha'))[:12]} {str(commit.get('at'))[:10]} "
-                    f"{visible(str(commit.get('subject')))}"
-                )
+        lines.extend(
+            f"    {str(commit.get('sha'))[:12]} {str(commit.get('at'))[:10]} "
+            f"{visible(str(commit.get('subject')))}"
+            for commit in _list(result.get("commits"))
+            if isinstance(commit, dict)
+        )
         count = result.get("commit_count")
         shown = len(_list(result.get("commits")))
         if isinstance(count, int) and count > shown:

@@ -143,8 +143,9 @@ def record_entry(
             at=at,
             supersedes=old_ids,
         )
-        # Recording is a verification: the entry is taken to hold at the commit it was written at.
-        entry = ordered({**entry, "verified_at": at, "verified_sha": head})
+        # The entry is taken to hold at the commit it was written at; its created_at is when
+        # (verified_at stays null until someone verifies it again).
+        entry = ordered({**entry, "verified_sha": head})
         tx.put("record", entry_id, entry, actor=actor, reason=None, at=at)
         superseded: list[JSONValue] = []
         pending: list[JSONValue] = []
