@@ -96,17 +96,23 @@ def probe(root: str) -> Repo:
 
     :raise GitError: no git, or ``root`` is not inside a work tree.
     """
-    status, out = run_git(root, ["rev-parse", "--is-inside-work-tree"])
-    if status != 0 or out.strip() != b"true":
-        raise GitError(f"{root} is not inside a git work tree")
-    status, out = run_git(root, ["rev-parse", "--is-shallow-repository", "--show-prefix"])
+    status, out = run_git(
+        root,
+        [
+            "rev-parse",
+            "--is-inside-work-tree",
+            "--is-shallow-repository",
+            "--show-prefix",
+            "HEAD^{commit}",
+        ],
+    )
+    # Before the first commit HEAD does not resolve: git fails, after printing the rest.
     lines = out.decode("utf-8", "surrogateescape").split("\n")
-    if status != 0 or len(lines) < 2:
-        raise GitError("git rev-parse failed")
-    shallow = lines[0].strip() == "true"
-    prefix = lines[1].strip().rstrip("/")
-    status, out = run_git(root, ["rev-parse", "--verify", "-q", "HEAD^{commit}"])
-    head = out.decode("ascii", "replace").strip() if status == 0 else None
+    if len(lines) < 3 or lines[0].strip() != "true":
+        raise GitError(f"{root} is not inside a git work tree")
+    shallow = lines[1].strip() == "true"
+    prefix = lines[2].strip().rstrip("/")
+    head = lines[3].strip() if status == 0 and len(lines) > 3 else None
     return Repo(head if is_sha(head) else None, shallow, prefix)
 
 
@@ -148,13 +154,21 @@ def merge_base(root: str, shas: Sequence[str]) -> str | None:
 
 
 def log(
-    root: str, tips: Sequence[str], exclude: Sequence[str] = (), *, relative: bool
+    root: str,
+    tips: Sequence[str],
+    exclude: Sequence[str] = (),
+    *,
+    relative: bool,
+    ignore_missing: bool = False,
 ) -> list[Commit]:
-    """One pass: every commit reachable from ``tips`` and not from ``exclude``, children before
-    parents, each with the paths it touched (both sides of a rename) and its renames.
+    """One pass: every commit reachable from ``tips`` and not from ``exclude``, newest first
+    (by commit time: a skewed clock may list a parent before its child; callers that need
+    ancestry order use the parents), each with the paths it touched (both sides of a rename),
+    its renames and the paths it removed.
 
     :param relative: report paths relative to the root and leave out the rest (the project
         is a subdirectory of the repository).
+    :param ignore_missing: skip a tip this clone does not hold instead of failing.
     """
     revisions = [*(t for t in tips if is_sha(t)), *(f"^{x}" for x in exclude if is_sha(x))]
     args = [
@@ -163,7 +177,6 @@ def log(
         "log",
         "--stdin",
         "-z",
-        "--topo-order",
         "--name-status",
         "-M",
         "--no-color",
@@ -175,6 +188,8 @@ def log(
     ]
     if relative:
         args.append("--relative")
+    if ignore_missing:
+        args.append("--ignore-missing")
     status, out = run_git(
         root, args, stdin=("\n".join(revisions) + "\n").encode(), timeout=LOG_TIMEOUT
     )
@@ -235,6 +250,8 @@ def _header(text: str) -> Commit | None:
 
 def _clean_subject(text: str) -> str:
     """A subject as one printable line: control characters become spaces, and it is capped."""
+    if text.isprintable() and len(text) <= SUBJECT_MAX and "  " not in text:
+        return text.strip()
     cleaned = "".join(" " if (ord(c) < 32 or 0x7F <= ord(c) < 0xA0) else c for c in text)
     cleaned = cleaned.encode("utf-8", "replace").decode("utf-8")
     cleaned = " ".join(cleaned.split())

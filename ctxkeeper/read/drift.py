@@ -14,6 +14,7 @@ not hold) the result says what could not be seen instead of reporting zero.
 
 from __future__ import annotations
 
+import calendar
 import os
 import time
 from typing import Final
@@ -37,6 +38,8 @@ COMMITS_SHOWN: Final = 10
 LIVE: Final = frozenset({"active", "proposed"})
 _DAY: Final = 86400
 _RENAME_HOPS: Final = 3
+#: The most starting points worth a ``git merge-base --octopus`` to bound the pass.
+MERGE_BASE_MAX: Final = 32
 
 
 def scopes_of(entry: Mapping[str, JSONValue]) -> list[str]:
@@ -58,6 +61,15 @@ def scopes_of(entry: Mapping[str, JSONValue]) -> list[str]:
 def _instant(value: JSONValue) -> float | None:
     if not isinstance(value, str):
         return None
+    if len(value) == 20 and value[4] == "-" and value[10] == "T" and value[19] == "Z":
+        # The form ctxkeeper writes (2026-11-30T09:15:00Z), read without the general parser.
+        try:
+            fields = (value[0:4], value[5:7], value[8:10], value[11:13], value[14:16], value[17:19])
+            year, month, day, hour, minute, second = (int(f) for f in fields)
+            if 1 <= month <= 12 and 1 <= day <= 31 and hour < 24 and minute < 60 and second < 60:
+                return float(calendar.timegm((year, month, day, hour, minute, second)))
+        except ValueError:
+            pass
     try:
         return times.parse_time(value, field="time").timestamp()
     except CtxkeeperError:
@@ -119,7 +131,8 @@ def check_drift(
             )
     else:
         chosen = [e for e in entries.values() if e.get("status") in LIVE]
-    items = [_Item(e) for e in sorted(chosen, key=lambda e: str(e.get("id"))) if scopes_of(e)]
+    every = [_Item(e) for e in sorted(chosen, key=lambda e: str(e.get("id")))]
+    items = [item for item in every if item.scopes]
     instant = time.time() if now is None else now
     repo: Repo | None = None
     log: list[Commit] = []
@@ -193,8 +206,27 @@ def _write_cache(
 def _one_pass(root: str, repo: Repo, items: list[_Item], notes: list[str]) -> list[Commit]:
     """Run the one ``git log`` and give each item the indices of the commits it must count."""
     assert repo.head is not None
+    relative = bool(repo.prefix)
     shas = sorted({i.sha for i in items if i.sha})
-    held = gitlog.present(root, shas)
+    if 0 < len(shas) <= MERGE_BASE_MAX and all(i.sha for i in items):
+        # Everything each entry must count lies above a common ancestor of their starting
+        # points: the pass need not read the history below it. (With many starting points
+        # git's octopus merge-base costs more than the history it would save reading.)
+        held = gitlog.present(root, shas)
+        base = gitlog.merge_base(root, shas) if len(held) == len(shas) else None
+        log = gitlog.log(
+            root, [repo.head, *sorted(held)], [base] if base else [], relative=relative
+        )
+    else:
+        try:
+            # The starting points ride along as tips; one this clone lacks is skipped, and
+            # the ones it holds show up in the pass itself.
+            log = gitlog.log(root, [repo.head, *shas], relative=relative, ignore_missing=True)
+            listed = {commit.sha for commit in log}
+            held = {sha for sha in shas if sha in listed}
+        except gitlog.GitError:
+            held = gitlog.present(root, shas)  # e.g. a verified_sha naming a tree, not a commit
+            log = gitlog.log(root, [repo.head, *sorted(held)], relative=relative)
     missing = 0
     for item in items:
         if item.sha is not None and item.sha in held:
@@ -212,14 +244,6 @@ def _one_pass(root: str, repo: Repo, items: list[_Item], notes: list[str]) -> li
             f"{missing} entr{'y was' if missing == 1 else 'ies were'} verified at commits this "
             "clone does not hold (unseen: true); their commits are counted by time"
         )
-    starts = sorted({i.sha for i in items if i.by_sha and i.sha})
-    exclude: list[str] = []
-    if starts and all(i.by_sha for i in items):
-        # Everything each entry must count lies above a common ancestor of their starting
-        # points: the pass need not read the history below it.
-        base = gitlog.merge_base(root, starts)
-        exclude = [base] if base else []
-    log = gitlog.log(root, [repo.head, *starts], exclude, relative=bool(repo.prefix))
     _assign(repo.head, log, items, shallow=repo.shallow)
     return log
 
@@ -232,10 +256,14 @@ def _assign(head: str, log: list[Commit], items: list[_Item], *, shallow: bool) 
         for scope in item.scopes:
             by_scope.setdefault(scope, []).append(item)
     touching: list[int] = []
+    seen: dict[str, list[str]] = {}  # a path's covering scopes, worked out once per path
     for index, commit in enumerate(log):
         hit: dict[int, _Item] = {}
         for path in commit.paths:
-            for key in scopescan(path, by_scope):
+            keys = seen.get(path)
+            if keys is None:
+                keys = seen[path] = scopescan(path, by_scope)
+            for key in keys:
                 for item in by_scope[key]:
                     hit[id(item)] = item
         if hit:
@@ -281,10 +309,40 @@ def scopescan(path: str, by_scope: Mapping[str, object]) -> list[str]:
     ]
 
 
+def _parents_first(log: list[Commit], position: Mapping[str, int]) -> list[int]:
+    """The indices of ``log`` with every commit after its parents (git's date order is not
+    that when clocks are skewed): a depth-first post-order, without recursion."""
+    order: list[int] = []
+    done = [False] * len(log)
+    # A parent already on the path is skipped: only a replaced or grafted history could loop.
+    open_ = [False] * len(log)
+    for start in range(len(log)):
+        if done[start]:
+            continue
+        stack = [(start, 0)]
+        open_[start] = True
+        while stack:
+            index, next_parent = stack.pop()
+            parents = log[index].parents
+            while next_parent < len(parents):
+                at = position.get(parents[next_parent])
+                next_parent += 1
+                if at is not None and not done[at] and not open_[at]:
+                    stack.append((index, next_parent))
+                    stack.append((at, 0))
+                    open_[at] = True
+                    break
+            else:
+                done[index] = True
+                open_[index] = False
+                order.append(index)
+    return order
+
+
 def _reach(log: list[Commit], bit: Mapping[int, int], wanted: set[str]) -> dict[str, int]:
     """For each commit in ``wanted``: the bits of the touching commits it reaches (itself
-    included), over the history in ``log`` (children before parents). Bitsets are freed as
-    soon as every child has used them, so memory follows the width of the history."""
+    included), over the history in ``log``. Bitsets are freed as soon as every child has used
+    them, so memory follows the width of the history."""
     position = {commit.sha: index for index, commit in enumerate(log)}
     children = [0] * len(log)
     for commit in log:
@@ -294,7 +352,7 @@ def _reach(log: list[Commit], bit: Mapping[int, int], wanted: set[str]) -> dict[
                 children[at] += 1
     sets: dict[int, int] = {}
     found: dict[str, int] = {}
-    for index in range(len(log) - 1, -1, -1):
+    for index in _parents_first(log, position):
         commit = log[index]
         value = bit.get(index, 0)
         for parent in commit.parents:
