@@ -130,7 +130,7 @@ def timed(actions: list[Callable[[], None]], repeat: int) -> list[list[float]]:
     in the machine's load falls on all of them alike."""
     samples: list[list[float]] = [[] for _ in actions]
     for _ in range(repeat):
-        for action, times_taken in zip(actions, samples):
+        for action, times_taken in zip(actions, samples, strict=True):
             start = time.perf_counter()
             action()
             times_taken.append(time.perf_counter() - start)

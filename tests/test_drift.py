@@ -398,6 +398,27 @@ class TestHonestAnswers:
         assert results[fresh]["unseen"] is False
         assert results[fresh]["since"]["basis"] == "verified_sha"
 
+    def test_a_history_past_the_cap_is_reported_unseen(
+        self, repo: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from ctxkeeper.read import drift
+
+        store = Store.open(str(repo))
+        old = add(store, ["src/auth/"], "Every login path checks the session token")
+        for n in range(3):
+            commit(repo, f"other {n}", {"README.md": f"v{n}\n"})
+        recent = add(store, ["src/auth/"], "Sessions expire after thirty minutes idle")
+        touched = commit(repo, "auth", {"src/auth/login.py": "login = 5\n"})
+        monkeypatch.setattr(drift, "MAX_COMMITS", 2)
+        monkeypatch.setattr(drift, "MERGE_BASE_MAX", 0)  # as with many starting points
+        report = check_drift(store)
+        results = by_id(report)
+        assert results[old]["unseen"] is True
+        assert "older than the commits read" in str(results[old]["note"])
+        assert "2 commits" in notes(report)
+        assert results[recent]["unseen"] is False
+        assert shas(results[recent]) == [touched]
+
     def test_without_git_only_days_and_a_note(self, tmp_path: Path) -> None:
         plain = tmp_path / "plain"
         plain.mkdir()

@@ -160,6 +160,7 @@ def log(
     *,
     relative: bool,
     ignore_missing: bool = False,
+    limit: int | None = None,
 ) -> list[Commit]:
     """One pass: every commit reachable from ``tips`` and not from ``exclude``, newest first
     (by commit time: a skewed clock may list a parent before its child; callers that need
@@ -169,6 +170,7 @@ def log(
     :param relative: report paths relative to the root and leave out the rest (the project
         is a subdirectory of the repository).
     :param ignore_missing: skip a tip this clone does not hold instead of failing.
+    :param limit: read at most this many commits (the newest).
     """
     revisions = [*(t for t in tips if is_sha(t)), *(f"^{x}" for x in exclude if is_sha(x))]
     args = [
@@ -190,6 +192,8 @@ def log(
         args.append("--relative")
     if ignore_missing:
         args.append("--ignore-missing")
+    if limit is not None:
+        args.append(f"--max-count={limit}")
     status, out = run_git(
         root, args, stdin=("\n".join(revisions) + "\n").encode(), timeout=LOG_TIMEOUT
     )

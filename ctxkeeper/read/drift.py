@@ -38,6 +38,9 @@ COMMITS_SHOWN: Final = 10
 LIVE: Final = frozenset({"active", "proposed"})
 _DAY: Final = 86400
 _RENAME_HOPS: Final = 3
+#: The most commits one pass reads when nothing bounds it (the newest): a long history is
+#: not read whole at every session start; what lies beyond is reported as not seen.
+MAX_COMMITS: Final = 20_000
 #: The most starting points worth a ``git merge-base --octopus`` to bound the pass.
 MERGE_BASE_MAX: Final = 32
 
@@ -207,6 +210,7 @@ def _one_pass(root: str, repo: Repo, items: list[_Item], notes: list[str]) -> li
     """Run the one ``git log`` and give each item the indices of the commits it must count."""
     assert repo.head is not None
     relative = bool(repo.prefix)
+    cut = False
     shas = sorted({i.sha for i in items if i.sha})
     if 0 < len(shas) <= MERGE_BASE_MAX and all(i.sha for i in items):
         # Everything each entry must count lies above a common ancestor of their starting
@@ -221,12 +225,27 @@ def _one_pass(root: str, repo: Repo, items: list[_Item], notes: list[str]) -> li
         try:
             # The starting points ride along as tips; one this clone lacks is skipped, and
             # the ones it holds show up in the pass itself.
-            log = gitlog.log(root, [repo.head, *shas], relative=relative, ignore_missing=True)
-            listed = {commit.sha for commit in log}
-            held = {sha for sha in shas if sha in listed}
+            log = gitlog.log(
+                root,
+                [repo.head, *shas],
+                relative=relative,
+                ignore_missing=True,
+                limit=MAX_COMMITS + 1,
+            )
         except gitlog.GitError:
-            held = gitlog.present(root, shas)  # e.g. a verified_sha naming a tree, not a commit
-            log = gitlog.log(root, [repo.head, *sorted(held)], relative=relative)
+            present = gitlog.present(root, shas)  # e.g. a verified_sha naming a tree
+            log = gitlog.log(
+                root, [repo.head, *sorted(present)], relative=relative, limit=MAX_COMMITS + 1
+            )
+        if len(log) > MAX_COMMITS:
+            del log[MAX_COMMITS:]
+            cut = True
+            notes.append(
+                f"the history is longer than {MAX_COMMITS} commits; only the newest were read, "
+                "so entries verified before them are reported as unseen"
+            )
+        listed = {commit.sha for commit in log}
+        held = {sha for sha in shas if sha in listed}
     missing = 0
     for item in items:
         if item.sha is not None and item.sha in held:
@@ -234,17 +253,23 @@ def _one_pass(root: str, repo: Repo, items: list[_Item], notes: list[str]) -> li
         elif item.sha is not None:
             missing += 1
             item.unseen = True
+            why = (
+                "older than the commits read"
+                if cut
+                else "older than its shallow history"
+                if repo.shallow
+                else "another clone or rewritten history"
+            )
             item.note = (
-                f"verified at {item.sha[:12]}, which this clone does not hold "
-                f"({'older than its shallow history' if repo.shallow else 'another clone or rewritten history'}); "
+                f"verified at {item.sha[:12]}, which this clone does not hold ({why}); "
                 f"counted by time since its {item.basis} instead"
             )
-    if missing and not repo.shallow:
+    if missing and not repo.shallow and not cut:
         notes.append(
             f"{missing} entr{'y was' if missing == 1 else 'ies were'} verified at commits this "
             "clone does not hold (unseen: true); their commits are counted by time"
         )
-    _assign(repo.head, log, items, shallow=repo.shallow)
+    _assign(repo.head, log, items, shallow=repo.shallow or cut)
     return log
 
 
@@ -291,8 +316,8 @@ def _assign(head: str, log: list[Commit], items: list[_Item], *, shallow: bool) 
         if shallow and oldest is not None and (since is None or since < oldest):
             item.unseen = True
             item.note = item.note or (
-                f"this shallow clone holds no history before {gitlog.iso(oldest)}, and this "
-                f"entry counts from its {item.basis}"
+                f"no history before {gitlog.iso(oldest)} is visible here (a shallow clone, or "
+                f"the {MAX_COMMITS}-commit cap), and this entry counts from its {item.basis}"
                 + (f" ({item.since_text})" if isinstance(item.since_text, str) else "")
             )
         elif item.note is None:
