@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git binary")
 
+#: More distinct verified commits than one merge-base is worth (read.drift.MERGE_BASE_MAX).
+MANY = 33
 #: Commit times start here and step a minute per commit, so "after created_at" is certain.
 _CLOCK = [int(time.time()) + 3600]
 
@@ -180,9 +182,16 @@ class TestDrift:
             "at": store.get(auth)["created_at"],
         }
 
-    def test_since_is_ancestry_not_dates(self, repo: Path) -> None:
+    @pytest.mark.parametrize("bounded", [True, False], ids=["merge-base", "head-only"])
+    def test_since_is_ancestry_not_dates(
+        self, repo: Path, monkeypatch: pytest.MonkeyPatch, bounded: bool
+    ) -> None:
         """A side branch's commit, dated before the verification but merged after it, is new
         to the entry; an old-dated commit the verification already contained is not."""
+        from ctxkeeper.read import drift
+
+        if not bounded:
+            monkeypatch.setattr(drift, "MERGE_BASE_MAX", 0)
         store = Store.open(str(repo))
         git(repo, "checkout", "-q", "-b", "side")
         early = _CLOCK[0] - 86400 * 30
@@ -193,6 +202,26 @@ class TestDrift:
         git(repo, "merge", "-q", "--no-ff", "-m", "merge side", "side")
         results = by_id(check_drift(store))
         assert shas(results[entry]) == [side]
+
+    def test_verified_on_a_branch_head_does_not_contain(self, repo: Path) -> None:
+        """Verified on a feature branch, read on main: what main has that the branch did not
+        counts, the shared history does not, and the branch's own commits are not HEAD's."""
+        store = Store.open(str(repo))
+        shared = commit(repo, "auth before the branch", {"src/auth/login.py": "login = 2\n"})
+        git(repo, "checkout", "-q", "-b", "feature")
+        commit(repo, "feature: auth", {"src/auth/feature.py": "f = 1\n"})
+        entry = add(store, ["src/auth/"], "Every login path checks the session token")
+        # Many starting points take the path that reads HEAD's history alone.
+        for n in range(MANY):
+            add(store, ["src/billing/"], f"Billing rule number {n} holds for every charge")
+            commit(repo, f"feature: billing {n}", {"src/billing/pay.py": f"pay = {n}\n"})
+        git(repo, "checkout", "-q", "main")
+        on_main = commit(repo, "main: auth", {"src/auth/login.py": "login = 3\n"})
+        results = by_id(check_drift(store))
+        assert shas(results[entry]) == [on_main]
+        assert shared not in shas(results[entry])
+        assert results[entry]["unseen"] is False
+        assert results[entry]["since"]["basis"] == "verified_sha"
 
     def test_a_renamed_directory_is_orphaned_with_its_new_path(self, repo: Path) -> None:
         store = Store.open(str(repo))

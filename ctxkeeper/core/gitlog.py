@@ -153,6 +153,35 @@ def merge_base(root: str, shas: Sequence[str]) -> str | None:
     return sha if is_sha(sha) else None
 
 
+def side_graph(
+    root: str, starts: Sequence[str], head: str
+) -> tuple[dict[str, tuple[str, ...]], set[str]]:
+    """The commits reachable from ``starts`` but not from ``head``, each with its parents,
+    and the boundary: the commits of ``head``'s history those lead to. Parents only, no
+    diffs: ``git rev-list --parents --boundary``, cheap beside the log pass."""
+    revisions = [*(s for s in starts if is_sha(s)), f"^{head}"]
+    status, out = run_git(
+        root,
+        ["rev-list", "--parents", "--boundary", "--stdin"],
+        stdin=("\n".join(revisions) + "\n").encode(),
+        timeout=LOG_TIMEOUT,
+    )
+    if status != 0:
+        raise GitError("git rev-list failed")
+    side: dict[str, tuple[str, ...]] = {}
+    boundary: set[str] = set()
+    for line in out.decode("ascii", "replace").splitlines():
+        edge = line.startswith("-")
+        shas = line.lstrip("-").split(" ")
+        if not all(is_sha(s) for s in shas):
+            continue
+        if edge:
+            boundary.add(shas[0])
+        else:
+            side[shas[0]] = tuple(shas[1:])
+    return side, boundary
+
+
 def log(
     root: str,
     tips: Sequence[str],

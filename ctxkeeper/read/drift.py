@@ -211,6 +211,8 @@ def _one_pass(root: str, repo: Repo, items: list[_Item], notes: list[str]) -> li
     assert repo.head is not None
     relative = bool(repo.prefix)
     cut = False
+    side: dict[str, tuple[str, ...]] = {}
+    boundary: set[str] = set()
     shas = sorted({i.sha for i in items if i.sha})
     if 0 < len(shas) <= MERGE_BASE_MAX and all(i.sha for i in items):
         # Everything each entry must count lies above a common ancestor of their starting
@@ -222,21 +224,7 @@ def _one_pass(root: str, repo: Repo, items: list[_Item], notes: list[str]) -> li
             root, [repo.head, *sorted(held)], [base] if base else [], relative=relative
         )
     else:
-        try:
-            # The starting points ride along as tips; one this clone lacks is skipped, and
-            # the ones it holds show up in the pass itself.
-            log = gitlog.log(
-                root,
-                [repo.head, *shas],
-                relative=relative,
-                ignore_missing=True,
-                limit=MAX_COMMITS + 1,
-            )
-        except gitlog.GitError:
-            present = gitlog.present(root, shas)  # e.g. a verified_sha naming a tree
-            log = gitlog.log(
-                root, [repo.head, *sorted(present)], relative=relative, limit=MAX_COMMITS + 1
-            )
+        log = gitlog.log(root, [repo.head], relative=relative, limit=MAX_COMMITS + 1)
         if len(log) > MAX_COMMITS:
             del log[MAX_COMMITS:]
             cut = True
@@ -246,6 +234,14 @@ def _one_pass(root: str, repo: Repo, items: list[_Item], notes: list[str]) -> li
             )
         listed = {commit.sha for commit in log}
         held = {sha for sha in shas if sha in listed}
+        outside = [sha for sha in shas if sha not in listed]
+        if outside:
+            # Verified on a branch HEAD does not contain (or beyond the cap): the graph from
+            # those commits down to HEAD's history, parents only, says what they reach.
+            present = gitlog.present(root, outside)
+            if present:
+                side, boundary = gitlog.side_graph(root, sorted(present), repo.head)
+                held |= {sha for sha in present if sha in side}
     missing = 0
     for item in items:
         if item.sha is not None and item.sha in held:
@@ -269,13 +265,26 @@ def _one_pass(root: str, repo: Repo, items: list[_Item], notes: list[str]) -> li
             f"{missing} entr{'y was' if missing == 1 else 'ies were'} verified at commits this "
             "clone does not hold (unseen: true); their commits are counted by time"
         )
-    _assign(repo.head, log, items, shallow=repo.shallow or cut)
+    _assign(repo.head, log, items, shallow=repo.shallow or cut, side=side, boundary=boundary)
     return log
 
 
-def _assign(head: str, log: list[Commit], items: list[_Item], *, shallow: bool) -> None:
+def _assign(
+    head: str,
+    log: list[Commit],
+    items: list[_Item],
+    *,
+    shallow: bool,
+    side: Mapping[str, tuple[str, ...]] | None = None,
+    boundary: set[str] | None = None,
+) -> None:
     """Each item's commits: those touching its scopes, reachable from HEAD, and not from its
-    ``verified_sha`` (or, counted by time, made after its starting time)."""
+    ``verified_sha`` (or, counted by time, made after its starting time).
+
+    :param side: commits outside HEAD's history (with their parents) leading from a
+        ``verified_sha`` there down to ``boundary``, the commits of HEAD's history they reach.
+    """
+    side = side or {}
     by_scope: dict[str, list[_Item]] = {}
     for item in items:
         for scope in item.scopes:
@@ -300,9 +309,11 @@ def _assign(head: str, log: list[Commit], items: list[_Item], *, shallow: bool) 
                 for item in by_scope[key]:
                     item.removed.add(key)
     bit = {index: 1 << n for n, index in enumerate(touching)}
-    wanted = {head} | {i.sha for i in items if i.by_sha and i.sha}
+    wanted = {head} | {i.sha for i in items if i.by_sha and i.sha} | (boundary or set())
     reach = _reach(log, bit, wanted)
     from_head = reach.get(head, 0)
+    for sha in {i.sha for i in items if i.by_sha and i.sha and i.sha in side}:
+        reach[sha] = _side_reach(sha, side, reach)
     oldest = min((c.time for c in log), default=None)
     for item in items:
         if item.by_sha and item.sha:
@@ -332,6 +343,23 @@ def scopescan(path: str, by_scope: Mapping[str, object]) -> list[str]:
         for key in scopeindex.candidate_keys(path)
         if key and key in by_scope and scope_covers(key, path)
     ]
+
+
+def _side_reach(start: str, side: Mapping[str, tuple[str, ...]], reach: Mapping[str, int]) -> int:
+    """What a commit outside HEAD's history reaches of it: the union over the commits of
+    HEAD's history its side graph leads to."""
+    found = 0
+    stack, visited = [start], {start}
+    while stack:
+        for parent in side.get(stack.pop(), ()):
+            if parent in visited:
+                continue
+            visited.add(parent)
+            if parent in side:
+                stack.append(parent)
+            else:
+                found |= reach.get(parent, 0)
+    return found
 
 
 def _parents_first(log: list[Commit], position: Mapping[str, int]) -> list[int]:
