@@ -8,6 +8,7 @@ neither can contain, and file names are taken by position, never by their look.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -25,6 +26,11 @@ _HEX: Final = frozenset("0123456789abcdef")
 #: A header: our record mark, then sha, parents, commit time and subject, 0x1f-separated.
 _FORMAT: Final = "--format=%x1e%H%x1f%P%x1f%ct%x1f%s"
 _STATUS: Final = frozenset("ACDMRTUXB")
+_SHA: Final = "(?:[0-9a-f]{40}|[0-9a-f]{64})"
+#: A header after its mark: sha, parents (space-separated), commit time, subject (anything).
+_HEADER: Final = re.compile(
+    rf"({_SHA})\x1f((?:{_SHA}(?: {_SHA})*)?)\x1f([0-9]{{1,12}})\x1f(.*)", re.DOTALL
+)
 
 
 class GitError(Exception):
@@ -42,7 +48,7 @@ class Repo:
     """The project root relative to the repository's top level ("" when they are the same)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Commit:
     sha: str
     parents: tuple[str, ...]
@@ -272,13 +278,11 @@ def parse_log(data: bytes) -> list[Commit]:
 
 
 def _header(text: str) -> Commit | None:
-    parts = text.split("\x1f", 3)
-    if len(parts) != 4 or not is_sha(parts[0]) or not parts[2].isdigit():
+    match = _HEADER.fullmatch(text)
+    if match is None:
         return None
-    parents = tuple(p for p in parts[1].split(" ") if p)
-    if not all(is_sha(p) for p in parents):
-        return None
-    return Commit(parts[0], parents, int(parts[2]), _clean_subject(parts[3]))
+    sha, parents, seconds, subject = match.groups()
+    return Commit(sha, tuple(parents.split()), int(seconds), _clean_subject(subject))
 
 
 def _clean_subject(text: str) -> str:

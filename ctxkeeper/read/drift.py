@@ -157,8 +157,10 @@ def check_drift(
                 item.commits = None
             log = []
     renames = _renames(log)
+    rendered: dict[int, JSONObject] = {}
     results: list[JSONValue] = [
-        _result(store.root, item, log, renames, instant, shown, git=bool(repo)) for item in items
+        _result(store.root, item, log, renames, instant, shown, rendered, git=bool(repo))
+        for item in items
     ]
     if repo is not None and repo.shallow:
         unseen = sum(1 for item in items if item.unseen)
@@ -475,6 +477,7 @@ def _result(
     renames: list[tuple[str, str]],
     instant: float,
     shown: int,
+    rendered: dict[int, JSONObject],
     *,
     git: bool,
 ) -> JSONObject:
@@ -491,10 +494,17 @@ def _result(
     if item.commits is not None:
         newest = sorted(item.commits, key=lambda i: (-log[i].time, i))
         count = len(newest)
-        listed = [
-            {"sha": log[i].sha, "subject": log[i].subject, "at": gitlog.iso(log[i].time)}
-            for i in newest[:shown]
-        ]
+        listed = []
+        for i in newest[:shown]:
+            item_of = rendered.get(i)
+            if item_of is None:  # a commit listed for many entries is rendered once
+                commit = log[i]
+                item_of = rendered[i] = {
+                    "sha": commit.sha,
+                    "subject": commit.subject,
+                    "at": gitlog.iso(commit.time),
+                }
+            listed.append(dict(item_of))
     note = item.note
     if not git:
         note = "no git: commits and removed scope paths not checked"
