@@ -293,23 +293,31 @@ def _assign(
             by_scope.setdefault(scope, []).append(item)
     touching: list[int] = []
     seen: dict[str, list[str]] = {}  # a path's covering scopes, worked out once per path
+    hits: dict[str, list[int]] = {}  # scope: the commits touching it
     for index, commit in enumerate(log):
-        hit: dict[int, _Item] = {}
+        keys_hit: set[str] = set()
         for path in commit.paths:
+            keys = seen.get(path)
+            if keys is None:
+                keys = seen[path] = scopescan(path, by_scope)
+            keys_hit.update(keys)
+        if keys_hit:
+            touching.append(index)
+            for key in keys_hit:
+                hits.setdefault(key, []).append(index)
+        for path in commit.removed:
             keys = seen.get(path)
             if keys is None:
                 keys = seen[path] = scopescan(path, by_scope)
             for key in keys:
                 for item in by_scope[key]:
-                    hit[id(item)] = item
-        if hit:
-            touching.append(index)
-            for item in hit.values():
-                item.touched.append(index)
-        for path in commit.removed:
-            for key in scopescan(path, by_scope):
-                for item in by_scope[key]:
                     item.removed.add(key)
+    for key, indices in hits.items():
+        for item in by_scope[key]:
+            if len(item.scopes) == 1:
+                item.touched = indices
+            else:
+                item.touched = sorted({*item.touched, *indices})
     bit = {index: 1 << n for n, index in enumerate(touching)}
     wanted = {head} | {i.sha for i in items if i.by_sha and i.sha} | (boundary or set())
     reach = _reach(log, bit, wanted)
@@ -367,6 +375,13 @@ def _side_reach(start: str, side: Mapping[str, tuple[str, ...]], reach: Mapping[
 def _parents_first(log: list[Commit], position: Mapping[str, int]) -> list[int]:
     """The indices of ``log`` with every commit after its parents (git's date order is not
     that when clocks are skewed): a depth-first post-order, without recursion."""
+    # Usually git's order already is that, read backwards: one look says so.
+    if all(
+        position.get(parent, len(log)) > index
+        for index, commit in enumerate(log)
+        for parent in commit.parents
+    ):
+        return list(range(len(log) - 1, -1, -1))
     order: list[int] = []
     done = [False] * len(log)
     # A parent already on the path is skipped: only a replaced or grafted history could loop.
