@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Final, TypeGuard
@@ -229,12 +230,50 @@ def log(
         args.append("--ignore-missing")
     if limit is not None:
         args.append(f"--max-count={limit}")
-    status, out = run_git(
-        root, args, stdin=("\n".join(revisions) + "\n").encode(), timeout=LOG_TIMEOUT
-    )
+    return _streamed_log(root, args, ("\n".join(revisions) + "\n").encode())
+
+
+def _streamed_log(root: str, args: Sequence[str], stdin: bytes) -> list[Commit]:
+    """Run the log and parse its output as it arrives, so the parse overlaps git's work."""
+    try:
+        proc = subprocess.Popen(
+            ["git", "-C", root, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=_env(),
+        )
+    except FileNotFoundError:
+        raise GitError("git is not installed (not found on PATH)") from None
+    except OSError as exc:
+        raise GitError(f"git could not run: {exc.strerror or exc}") from None
+    timer = threading.Timer(LOG_TIMEOUT, proc.kill)
+    timer.start()
+    parser = _LogParser()
+    try:
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        try:
+            proc.stdin.write(stdin)
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass  # git exited early; its status says why
+        fd = proc.stdout.fileno()
+        while chunk := os.read(fd, 1 << 16):
+            parser.feed(chunk)
+        status = proc.wait()
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+    if status < 0:
+        raise GitError(f"git log did not finish within {LOG_TIMEOUT:g} seconds")
     if status != 0:
         raise GitError("git log failed")
-    return parse_log(out)
+    return parser.finish()
 
 
 def parse_log(data: bytes) -> list[Commit]:
@@ -244,37 +283,73 @@ def parse_log(data: bytes) -> list[Commit]:
     a header or a status cannot derail the parse; a malformed header ends it (what came before
     is kept).
     """
-    tokens = data.decode("utf-8", "surrogateescape").split("\0")
-    commits: list[Commit] = []
-    current: Commit | None = None
-    index = 0
-    count = len(tokens)
-    while index < count:
-        token = tokens[index]
-        index += 1
-        token = token.removeprefix("\n")
-        if not token:
-            continue
-        if token.startswith("\x1e"):
-            current = _header(token[1:])
-            if current is None:
-                break
-            commits.append(current)
-            continue
-        score = token[1:]
-        if current is None or token[0] not in _STATUS or (score and not score.isdigit()):
-            break
-        wanted = 2 if token[0] in "RC" else 1
-        names = tokens[index : index + wanted]
-        index += wanted
-        if len(names) < wanted:
-            break
+    parser = _LogParser()
+    parser.feed(data)
+    return parser.finish()
+
+
+class _LogParser:
+    """The parse of :func:`parse_log`, fed in chunks: NUL-separated tokens, whole ones only
+    (a UTF-8 character never holds a zero byte, so each token decodes on its own)."""
+
+    def __init__(self) -> None:
+        self.commits: list[Commit] = []
+        self.current: Commit | None = None
+        self.rest = b""
+        self.status = ""
+        self.names: list[str] = []
+        self.wanted = 0
+        self.broken = False
+
+    def feed(self, chunk: bytes) -> None:
+        data = self.rest + chunk
+        cut = data.rfind(b"\0")
+        if cut < 0:
+            self.rest = data
+            return
+        self.rest = data[cut + 1 :]
+        if not self.broken:
+            self._tokens(data[:cut].decode("utf-8", "surrogateescape").split("\0"))
+
+    def finish(self) -> list[Commit]:
+        if self.rest and not self.broken:
+            self._tokens(self.rest.decode("utf-8", "surrogateescape").split("\0"))
+        return self.commits
+
+    def _tokens(self, tokens: list[str]) -> None:
+        for token in tokens:
+            if self.wanted:
+                self.names.append(token)
+                self.wanted -= 1
+                if not self.wanted:
+                    self._apply()
+                continue
+            token = token.removeprefix("\n")
+            if not token:
+                continue
+            if token.startswith("\x1e"):
+                self.current = _header(token[1:])
+                if self.current is None:
+                    self.broken = True
+                    return
+                self.commits.append(self.current)
+                continue
+            score = token[1:]
+            if self.current is None or token[0] not in _STATUS or (score and not score.isdigit()):
+                self.broken = True
+                return
+            self.status = token[0]
+            self.names = []
+            self.wanted = 2 if token[0] in "RC" else 1
+
+    def _apply(self) -> None:
+        current, names, status = self.current, self.names, self.status
+        assert current is not None
         current.paths.extend(names)
-        if token[0] == "R":
+        if status == "R":
             current.renames.append((names[0], names[1]))
-        if token[0] in "RD":
+        if status in "RD":
             current.removed.append(names[0])
-    return commits
 
 
 def _header(text: str) -> Commit | None:
