@@ -696,6 +696,9 @@ class TestImportLight:
             "ctxkeeper.plugin.ledger",
             "ctxkeeper.core.scope",
             "ctxkeeper.core.errors",
+            # The drift cache and the HEAD it is keyed by, read as data (no subprocess).
+            "ctxkeeper.core.driftcache",
+            "ctxkeeper.core.githead",
             "ctxkeeper.plugin.bashguard",
             "ctxkeeper.plugin.shellwords",
             "ctxkeeper.plugin.commitnote",

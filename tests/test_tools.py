@@ -168,6 +168,8 @@ class TestAgentSurface:
             "update_entry",
             "deprecate_entry",
             "get_project_summary",
+            "check_drift",
+            "verify_entry",
             "export_snapshot",
             "import_snapshot",
         ]

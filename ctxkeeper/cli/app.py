@@ -10,7 +10,7 @@ import sys
 from typing import NoReturn, cast
 
 from ctxkeeper import __version__
-from ctxkeeper.cli import team, term, views
+from ctxkeeper.cli import driftcli, team, term, views
 from ctxkeeper.core.errors import (
     BelowFloorError,
     CtxkeeperError,
@@ -195,6 +195,7 @@ def _parser() -> argparse.ArgumentParser:
 
     # The verbs' parsers are _Parser too (argparse makes them of the parent's class).
     team.add_parsers(cast("argparse._SubParsersAction[argparse.ArgumentParser]", sub), common)
+    driftcli.add_parsers(cast("argparse._SubParsersAction[argparse.ArgumentParser]", sub), common)
     sub.add_parser("demo", parents=[common], help="walk through ctxkeeper on a sample store")
     sub.add_parser("serve", parents=[common], help="run the MCP stdio server")
     return parser
@@ -710,4 +711,5 @@ _HANDLERS: dict[str, Callable[[_Args], int]] = {
     "demo": _demo,
     "serve": _serve,
     **team.HANDLERS,
+    **driftcli.HANDLERS,
 }

@@ -27,12 +27,11 @@ MAX_STRUCTURED_CHARS: Final = 30_000
 _TEXT_MAX: Final = TEXT_MAX
 
 _STR: Final[JSONObject] = {"type": "string", "maxLength": _TEXT_MAX}
-_ID: Final[JSONObject] = {"type": "string", "pattern": "^(dec|con|pip)-[0-9]{3,}-[0-9a-f]{4}$"}
-_TIME: Final[JSONObject] = {
-    "type": "string",
-    "maxLength": 40,
-    "description": "ISO-8601 UTC; a bare date is the whole day",
-}
+#: Ids look like dec-021-b607; the verbs name the kinds when one is wrong (model.check_id).
+_ID: Final[JSONObject] = {"type": "string", "pattern": "^[a-z]{3}-[0-9]+-[0-9a-f]{4}$"}
+#: Times are ISO-8601 UTC, a bare date the whole day: said once in the descriptions that take
+#: one. Their length needs no cap here: the times module parses them or names the field.
+_TIME: Final[JSONObject] = {"type": "string"}
 _KIND: Final[JSONObject] = {"type": "string", "enum": ["decision", "constraint", "pipeline"]}
 _STATUS: Final[JSONObject] = {
     "type": "string",
@@ -48,11 +47,8 @@ def _strings(item: JSONObject | None = None, most: int = LIST_MAX) -> JSONObject
     }
 
 
-_PROJECT: Final[JSONObject] = {
-    "type": "string",
-    "maxLength": 4096,
-    "description": "project root (optional)",
-}
+#: The project root; optional in every tool (DESIGN.md), its name says the rest.
+_PROJECT: Final[JSONObject] = {"type": "string", "maxLength": 4096}
 
 
 def _object(properties: JSONObject, required: list[str] | None = None) -> JSONObject:
@@ -71,11 +67,9 @@ def _out(properties: JSONObject, required: list[str]) -> JSONObject:
 
 
 _A: Final[JSONObject] = {"type": "array"}
-_SNAPSHOT_PATH: Final[JSONObject] = {
-    "type": "string",
-    "maxLength": 4096,
-    "description": "default .context/snapshot.jsonl",
-}
+#: A filter's strings are only compared, never stored: the list is capped, not each item.
+_FILTER: Final[JSONObject] = {"type": "array", "items": {"type": "string"}, "maxItems": LIST_MAX}
+_SNAPSHOT_PATH: Final[JSONObject] = {"type": "string", "maxLength": 4096}
 _O: Final[JSONObject] = {"type": "object"}
 
 RECORD_INPUT: Final = _object(
@@ -103,7 +97,7 @@ RECORD_INPUT: Final = _object(
 CONTEXT_INPUT: Final = _object(
     {
         "query": _STR,
-        "tags": _strings(),
+        "tags": _FILTER,
         "path": {"type": "string", "maxLength": 4096},
         "kinds": _strings(_KIND, 3),
         "token_budget": {"type": "integer", "minimum": 100, "maximum": 20000},
@@ -118,11 +112,11 @@ QUERY_INPUT: Final = _object(
         "status": _strings(_STATUS, 5),
         "origin": _strings({"type": "string", "enum": ["agent", "user", "import"]}, 3),
         "hardness": {"type": "string", "enum": ["hard", "soft"]},
-        "tags_any": _strings(),
-        "tags_all": _strings(),
-        "scope": _strings(),
+        "tags_any": _FILTER,
+        "tags_all": _FILTER,
+        "scope": _FILTER,
         "covers_path": {"type": "string", "maxLength": 4096},
-        "text": _strings(),
+        "text": _FILTER,
         "since": _TIME,
         "before": _TIME,
         "supersedes": _ID,
@@ -317,8 +311,28 @@ def _summary(store: Store, args: JSONObject) -> ToolResult:
     from ctxkeeper.read.summary import project_summary, render_summary
 
     budget = args.get("token_budget")
-    result = project_summary(store, token_budget=budget if isinstance(budget, int) else None)
+    result = project_summary(
+        store, token_budget=budget if isinstance(budget, int) else None, with_drift=True
+    )
     return ToolResult(result, render_summary(result))
+
+
+def _drift(store: Store, args: JSONObject) -> ToolResult:
+    from ctxkeeper.read.drift import check_drift, drift_text
+
+    ids = args.get("ids")
+    result = check_drift(store, [str(i) for i in ids] if isinstance(ids, list) else None)
+    truncated = _cap(result, "results")
+    return ToolResult(result, drift_text(result), truncated=truncated)
+
+
+def _verify(store: Store, args: JSONObject) -> ToolResult:
+    from ctxkeeper.write.verbs import agent_actor, verify_entry
+
+    result = verify_entry(store, str(args["id"]), actor=agent_actor())
+    sha = result.get("verified_sha")
+    where = f"at {str(sha)[:12]}" if sha else "(no git: verified_sha stays null)"
+    return ToolResult(result, f"verified {result['id']} {where}; its drift starts again from here")
 
 
 def _export(store: Store, args: JSONObject) -> ToolResult:
@@ -344,9 +358,10 @@ def _import(store: Store, args: JSONObject) -> ToolResult:
     return ToolResult(result, "\n".join(map(str, lines)))
 
 
-_SIMILAR: Final[JSONObject] = {"type": "array", "items": {"type": "object"}}
+_SIMILAR: Final[JSONObject] = {"type": "array"}
 _BOOL: Final[JSONObject] = {"type": "boolean"}
-_CHANGE: Final[JSONObject] = {"type": "string", "description": "id of the change awaiting a person"}
+#: The id of the change awaiting a person (the descriptions say when one is made).
+_CHANGE: Final[JSONObject] = {"type": "string"}
 _READ: Final = (True, False, True)  # read-only, not destructive, idempotent
 _ADDS: Final = (False, False, False)
 _CHANGES: Final = (False, True, False)
@@ -360,11 +375,11 @@ def _table() -> list[
     return [
         (
             "get_context",
-            "Get relevant project memory",
+            "Get project memory",
             (
                 "Ranked decisions, constraints and pipelines for a question and/or a file you "
                 "will change (path). no_confident_match: nothing stored answers it; weak_match: "
-                "may not."
+                "may not. as_of: ISO-8601 UTC."
             ),
             CONTEXT_INPUT,
             _out(
@@ -377,26 +392,20 @@ def _table() -> list[
                     "budget_truncated": {"type": "boolean"},
                     "dropped_ids": _A,
                 },
-                [
-                    "results",
-                    "top_relevance",
-                    "no_confident_match",
-                    "budget_truncated",
-                    "dropped_ids",
-                ],
+                ["results", "no_confident_match"],
             ),
             _READ,
             _context,
         ),
         (
             "record_entry",
-            "Record a decision, constraint or pipeline",
+            "Record an entry",
             (
                 "Store what a later session must know, with its why. decision: summary (20+ "
                 "chars), problem (40+), why_chosen (60+), alternatives. constraint: rule (15+), "
                 "reason (40+, the incident behind it), hardness hard|soft. pipeline: name, purpose "
-                "(40+), steps (10+ each). Pass supersedes=[ids] when it replaces entries. Refused "
-                "if thin, secret-bearing, or matching a rejected/deprecated entry."
+                "(40+), steps (10+ each). supersedes=[ids] if it replaces entries. Times ISO-8601 "
+                "UTC. Refused if thin, secret-bearing, or matching a retired entry."
             ),
             RECORD_INPUT,
             _out(
@@ -416,11 +425,11 @@ def _table() -> list[
         ),
         (
             "query_entries",
-            "Filter project memory exactly",
+            "Filter entries",
             (
                 "Exact filters, no ranking; every status unless status is given. known_at: what "
-                "the store held then; as_of: entries valid then; text: substrings that must all "
-                "appear."
+                "the store held then; as_of: valid then; text: substrings, all required. Times "
+                "ISO-8601 UTC, a bare date the whole day."
             ),
             QUERY_INPUT,
             _out({"results": _A, "total": {"type": "integer"}}, ["results", "total"]),
@@ -429,8 +438,8 @@ def _table() -> list[
         ),
         (
             "get_entry",
-            "Get one entry with its history",
-            "One entry by id, with every revision from the journal (op, actor, reason, before, after).",
+            "Get an entry",
+            "One entry and its journal history (op, actor, reason, before, after).",
             _object({"id": _ID}, ["id"]),
             _out({"entry": _O, "pending_changes": _A, "history": _A}, ["entry", "history"]),
             _READ,
@@ -440,9 +449,9 @@ def _table() -> list[
             "update_entry",
             "Update an entry",
             (
-                "Change fields of an active or proposed entry; reason required. Floors re-apply. "
-                "Superseded or retired entries are frozen: record a successor instead. A change "
-                "to an entry a person recorded or approved waits for them (pending: true)."
+                "Change fields of an active or proposed entry, with a reason; floors re-apply. "
+                "Superseded or retired entries are frozen: record a successor. A change to a "
+                "person's entry waits for them (pending: true)."
             ),
             _object(
                 {
@@ -471,9 +480,9 @@ def _table() -> list[
             "deprecate_entry",
             "Retire an entry",
             (
-                "Retire an entry with a reason (20+ chars), optionally naming its successor. It "
-                "becomes a tombstone: the same content is refused later. Retiring an entry a "
-                "person recorded or approved waits for them (pending: true)."
+                "Retire an entry with a reason (20+ chars), optionally naming its successor: a "
+                "tombstone, so the same content is refused later. Retiring a person's entry "
+                "waits for them (pending: true)."
             ),
             _object(
                 {
@@ -492,8 +501,8 @@ def _table() -> list[
         ),
         (
             "get_project_summary",
-            "Overview of project memory",
-            "Counts, hard constraints in force, recent decisions and pending reviews, within a budget.",
+            "Project overview",
+            "Counts, hard constraints, recent decisions, pending reviews and drift, in a budget.",
             _object({"token_budget": {"type": "integer", "minimum": 200, "maximum": 20000}}),
             _out(
                 {
@@ -503,16 +512,38 @@ def _table() -> list[
                     "recent_decisions": _A,
                     "pending_review": {"type": "integer"},
                     "pending_changes": _A,
+                    "drift": {},
                 },
-                ["total", "counts", "hard_constraints", "recent_decisions", "pending_review"],
+                ["total", "counts", "pending_review"],
             ),
             _READ,
             _summary,
         ),
         (
+            "check_drift",
+            "Check entries for drift",
+            (
+                "Per scoped entry: commits touching its scope since verified_sha, missing scope "
+                "paths (orphaned_scope, with renames), days_since_verified."
+            ),
+            _object({"ids": _strings(_ID, 100)}),
+            _out({"results": _A, "drifted": _A, "orphaned": _A, "git": _BOOL}, ["results"]),
+            _READ,
+            _drift,
+        ),
+        (
+            "verify_entry",
+            "Verify an entry",
+            "Record that an entry still holds at HEAD (verified_at, verified_sha).",
+            _object({"id": _ID}, ["id"]),
+            _out({"id": {"type": "string"}, "entry": _O}, ["id", "entry"]),
+            (False, False, True),
+            _verify,
+        ),
+        (
             "export_snapshot",
             "Write the team snapshot",
-            "Write the team snapshot for git (writes refresh it anyway under auto_export).",
+            "Write the team snapshot (default .context/snapshot.jsonl) for git; auto_export does too.",
             _object({"path": _SNAPSHOT_PATH}),
             _out({"path": {"type": "string"}}, ["path"]),
             (False, False, True),
@@ -521,11 +552,11 @@ def _table() -> list[
         (
             "import_snapshot",
             "Merge the team snapshot",
-            "Merge teammates' snapshot after git pull; idempotent, tombstones win.",
+            "Merge teammates' snapshot (default as export) after git pull; idempotent; tombstones win.",
             _object({"path": _SNAPSHOT_PATH}),
             _out(
                 {"events_added": {"type": "integer"}, "added": _A, "updated": _A, "notes": _A},
-                ["events_added", "added", "updated"],
+                ["events_added"],
             ),
             (False, False, True),
             _import,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from ctxkeeper.core import scopeindex
+from ctxkeeper.core import driftcache, scopeindex
 from ctxkeeper.core.scope import relative_path
 from ctxkeeper.plugin import ledger
 from ctxkeeper.plugin.hookio import HookInputError, utc_now
@@ -81,6 +81,19 @@ def _order(record: Record) -> tuple[int, int, str]:
     return (record[1] != "hard", -len(record[6].split("/")) if record[6] else 0, record[0])
 
 
+def _drift_note(entry_id: str, drifted: dict[str, int], orphaned: set[str]) -> str:
+    """A few words on a drifted constraint, from the drift cache (the hook never runs git)."""
+    notes = []
+    count = drifted.get(entry_id)
+    if count:
+        notes.append(
+            f"{count} commit{'' if count == 1 else 's'} touched its scope since it was verified"
+        )
+    if entry_id in orphaned:
+        notes.append("a scope path of it no longer exists")
+    return f" [drifted: {'; '.join(notes)}]" if notes else ""
+
+
 def _pointer(rel: str, hidden: int) -> str:
     return f"{hidden} more constraint(s) cover {rel}; get_context with path={rel!r} lists them all."
 
@@ -105,7 +118,8 @@ def handle(ctx: HookContext) -> JSONObject | None:
         return None
     shown = fresh[:SHOWN_PER_CALL]
     hard = [r for r in fresh if r[1] == "hard"]
-    lines = [describe(record) for record in shown]
+    drifted, orphaned = driftcache.read(ctx.context_dir, ctx.root)
+    lines = [describe(record) + _drift_note(record[0], drifted, orphaned) for record in shown]
     if len(fresh) > len(shown):
         lines.append(_pointer(rel, len(fresh) - len(shown)))
     if hard and index.hard_delivery == "gate":

@@ -87,7 +87,7 @@ def session_start(ctx: HookContext) -> JSONObject | None:
         ledger.rearm(ledger_file)
     ledger.prune(ctx.cache_dir, time.time())
     index = scopeindex.open_index(ctx.context_dir)  # warm the per-edit path
-    summary = project_summary(store)
+    summary = project_summary(store, with_drift=True)
     parts = ["ctxkeeper project memory (.context/):", render_summary(summary)]
     parts.append(GATE_NOTE if index.hard_delivery == "gate" else GATE_OFF_NOTE)
     wide = sorted(
@@ -113,9 +113,27 @@ def session_start(ctx: HookContext) -> JSONObject | None:
         arrived=arrived,
         event="SessionStart",
     )
+    note = _with_drift(note, summary.get("drift"))
     if note:
         answer["systemMessage"] = note
     return answer
+
+
+def _with_drift(note: str | None, drift: object) -> str | None:
+    """The person's line, with how many entries drifted or lost a scope path (the ids are in
+    the model's summary; ``ctxkeeper drift`` shows the commits)."""
+    if not isinstance(drift, dict):
+        return note
+    drifted, orphaned = drift.get("drifted_count"), drift.get("orphaned_count")
+    parts = []
+    if isinstance(drifted, int) and drifted:
+        parts.append(f"{drifted} entr{'y' if drifted == 1 else 'ies'} drifted since verified")
+    if isinstance(orphaned, int) and orphaned:
+        parts.append(f"{orphaned} with a scope path gone")
+    if not parts:
+        return note
+    text = "ctxkeeper: " + ", ".join(parts) + " (`ctxkeeper drift`)."
+    return f"{note} {text}" if note else text
 
 
 def _import_team_snapshot(store: Store) -> str | None:

@@ -19,9 +19,13 @@ if TYPE_CHECKING:
 
 RECENT_DECISIONS: Final = 5
 PENDING_LISTED: Final = 20
+#: Ids listed per drift list in a summary; the counts cover the rest.
+DRIFT_LISTED: Final = 12
 
 
-def project_summary(store: Store, *, token_budget: int | None = None) -> JSONObject:
+def project_summary(
+    store: Store, *, token_budget: int | None = None, with_drift: bool = False
+) -> JSONObject:
     """Counts, the hard constraints in force, recent decisions and pending reviews.
 
     ``pending_review`` counts what awaits a person: proposed entries (``pending_ids``) and
@@ -29,6 +33,9 @@ def project_summary(store: Store, *, token_budget: int | None = None) -> JSONObj
 
     Lists are cut to fit the budget (characters / 4), hard constraints first because they
     are what an agent must not break; ``truncated`` says whether anything was left out.
+
+    ``with_drift`` runs the drift check (one ``git log`` pass) and puts its ids in ``drift``
+    (see :func:`drift_summary`); otherwise ``drift`` is null.
     """
     budget = token_budget or store.config().summary_budget
     entries = list(store.load().entries.values())
@@ -51,6 +58,9 @@ def project_summary(store: Store, *, token_budget: int | None = None) -> JSONObj
     pending = sorted(str(e["id"]) for e in entries if e.get("status") == "proposed")
     changes = pending_changes(entries)
     remaining = budget * 4
+    drift = drift_summary(store) if with_drift else None
+    if drift is not None:
+        remaining -= len(json.dumps(drift))
     hard_items, remaining, cut_hard = _fit(hard, remaining, with_scope=True)
     recent_items, remaining, cut_recent = _fit(recent, remaining, with_scope=False)
     return {
@@ -64,9 +74,57 @@ def project_summary(store: Store, *, token_budget: int | None = None) -> JSONObj
             {"change": c["change"], "id": c["id"], "op": c["op"], "stale": c["stale"]}
             for c in changes[:PENDING_LISTED]
         ],
-        "drift": None,
+        "drift": drift,
         "truncated": cut_hard or cut_recent,
     }
+
+
+def drift_summary(store: Store) -> JSONObject:
+    """Drift as a summary carries it: the ``drifted`` and ``orphaned`` ids of active entries
+    (the first :data:`DRIFT_LISTED` of each) with their counts, and whether git was read."""
+    from ctxkeeper.read.drift import check_drift
+
+    report = check_drift(store)
+    # Only what the hooks may deliver: a proposed entry is never injected (DESIGN.md).
+    active = {
+        str(r.get("id"))
+        for r in _ids(report.get("results"))
+        if isinstance(r, dict) and r.get("status") == "active"
+    }
+    drifted = [str(i) for i in _ids(report.get("drifted")) if i in active]
+    orphaned = [str(i) for i in _ids(report.get("orphaned")) if i in active]
+    unseen = [str(i) for i in _ids(report.get("unseen")) if i in active]
+    return {
+        "git": bool(report.get("git")),
+        "drifted_count": len(drifted),
+        "drifted": list(drifted[:DRIFT_LISTED]),
+        "orphaned_count": len(orphaned),
+        "orphaned": list(orphaned[:DRIFT_LISTED]),
+        "unseen_count": len(unseen),
+    }
+
+
+def _ids(value: JSONValue | None) -> list[JSONValue]:
+    return value if isinstance(value, list) else []
+
+
+def drift_line(drift: JSONValue) -> str | None:
+    """The model's one compact line on drift (ids only), or None when nothing drifted."""
+    if not isinstance(drift, dict):
+        return None
+    parts = []
+    for key, label in (
+        ("drifted", "scope changed since verified"),
+        ("orphaned", "scope path gone"),
+    ):
+        ids = [str(i) for i in _ids(drift.get(key))]
+        count = drift.get(f"{key}_count")
+        if ids:
+            more = count - len(ids) if isinstance(count, int) and count > len(ids) else 0
+            parts.append(f"{label}: {', '.join(ids)}" + (f" (+{more} more)" if more else ""))
+    if not parts:
+        return None
+    return "drift (re-read before relying on them; check_drift details): " + "; ".join(parts)
 
 
 def _count(entries: Iterable[JSONObject], kind: str, status: str) -> int:
@@ -108,6 +166,9 @@ def render_summary(summary: JSONObject) -> str:
     if isinstance(recent, list) and recent:
         lines.append("recent decisions:")
         lines.extend(f"  {item['line']}" for item in recent if isinstance(item, dict))
+    drift = drift_line(summary.get("drift"))
+    if drift:
+        lines.append(drift)
     if summary.get("truncated"):
         lines.append("(cut to fit the budget; use get_context or query_entries for more)")
     return "\n".join(lines)

@@ -114,6 +114,7 @@ def record_entry(
     old_ids = [check_id(item) for item in dict.fromkeys(supersedes or [])]
     origin = str(actor["origin"])
     at = times.now_iso()
+    head = current_head(store.root)
     with store.transaction() as tx:
         status = "proposed" if origin == "agent" and tx.config.review == "agent" else "active"
         for old_id in old_ids:
@@ -142,6 +143,9 @@ def record_entry(
             at=at,
             supersedes=old_ids,
         )
+        # The entry is taken to hold at the commit it was written at; its created_at is when
+        # (verified_at stays null until someone verifies it again).
+        entry = ordered({**entry, "verified_sha": head})
         tx.put("record", entry_id, entry, actor=actor, reason=None, at=at)
         superseded: list[JSONValue] = []
         pending: list[JSONValue] = []
@@ -282,6 +286,50 @@ def deprecate_entry(
         )
         tx.put("deprecate", entry_id, after, actor=actor, reason=why, at=at)
     return {"id": entry_id, "entry": after, "pending": False}
+
+
+def current_head(root: str) -> str | None:
+    """HEAD's commit for ``verified_sha``: read from ``.git`` as data, with ``git rev-parse``
+    only for a layout that reader does not know; None outside git or before the first commit."""
+    from ctxkeeper.core import githead
+
+    head = githead.read_head(root)
+    if head == githead.UNKNOWN:
+        from ctxkeeper.core.gitlog import head_sha
+
+        return head_sha(root)
+    return head
+
+
+def verify_entry(store: Store, entry_id: str, *, actor: JSONObject) -> JSONObject:
+    """Record that an entry still holds at HEAD: ``verified_at`` now, ``verified_sha`` HEAD's
+    commit (null outside git), journaled as ``verify``.
+
+    It changes no text, so it keeps the ``revision`` (a concurrent edit in another clone, a
+    higher revision, wins over it: the old text's verification does not carry to the new) and
+    ``updated_at``, and the review policy does not hold it back: the agent may verify a
+    person's entry directly. Superseded and retired entries are refused.
+    """
+    check_id(entry_id)
+    at = times.now_iso()
+    head = current_head(store.root)
+    with store.transaction() as tx:
+        current = tx.get(entry_id)
+        status = current.get("status")
+        if status == "superseded":
+            raise StateError(
+                f"{entry_id} is superseded by {current.get('superseded_by')}: verify the "
+                "entry that replaced it instead"
+            )
+        if status in TOMBSTONE_STATUSES:
+            raise StateError(
+                f"{entry_id} is {status} (a tombstone): it is no longer claimed to hold, so "
+                "there is nothing to verify"
+            )
+        after = ordered({**current, "verified_at": at, "verified_sha": head})
+        where = f"at {head[:12]}" if head else "with no git commit to name"
+        tx.put("verify", entry_id, after, actor=actor, reason=f"still holds {where}", at=at)
+    return {"id": entry_id, "entry": after, "verified_at": at, "verified_sha": head}
 
 
 def get_entry(store: Store, entry_id: str) -> JSONObject:

@@ -51,6 +51,8 @@ EXAMPLE_CALLS: dict[str, list[JSONObject]] = {
         }
     ],
     "get_project_summary": [{}, {"token_budget": 400}],
+    "check_drift": [{}, {"ids": [RECORDED_ID]}],
+    "verify_entry": [{"id": RECORDED_ID}],
     "export_snapshot": [{}, {"path": ".context/team-copy.jsonl"}],
     "import_snapshot": [{}, {"path": ".context/team-copy.jsonl"}],
     "deprecate_entry": [
