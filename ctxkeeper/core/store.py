@@ -59,6 +59,7 @@ HAND_EDIT_ACTOR: Final = MappingProxyType({"origin": "user", "user": None})
 _ENTRIES_MARKER: Final = b'\n  "entries": '
 _DIGEST_PLACEHOLDER: Final = "?" * 64
 _SEPARATORS: Final = (", ", ": ")
+_DIGEST_KEY: Final = b'"entries_sha256": "'
 #: The encoded line of each entry as last written, per entries file (see render_entries_document).
 _LINES: dict[str, dict[str, tuple[JSONObject, bytes]]] = {}
 
@@ -79,6 +80,9 @@ class State:
     """Malformed entries left out of reads, with why (``load`` only; doctor reports them)."""
     purged: dict[str, JSONObject] = field(default_factory=dict)
     """Purged ids, each with the digest of its value, so a re-record of it is still refused."""
+    source: str = ""
+    """SHA-256 of ``entries.json`` after its ``"entries":`` key (empty: not read from a file),
+    which keys the caches derived from the entries."""
 
 
 class PurgedError(NotFoundError):
@@ -226,7 +230,7 @@ class Store:
             skipped=dict(shared.skipped),
         )
 
-    def _remember_written(self, state: State) -> None:
+    def _remember_written(self, state: State, data: bytes) -> None:
         """Cache the state just written as the parse of the file it wrote, so neither the next
         write nor the next read parses the whole store again: the entries are the values a
         parse of their lines gives (see :func:`render_entries_document`)."""
@@ -245,6 +249,7 @@ class Store:
             head=state.head,
             journal_bytes=state.journal_bytes,
             purged={key: state.purged[key] for key in sorted(state.purged)},
+            source=_written_digest(data),
         )
         _PARSED[path] = ((path, info.st_ino, info.st_size, info.st_mtime_ns), written)
 
@@ -483,8 +488,9 @@ class Store:
 
     def _write_entries(self, state: State) -> None:
         path = self.path(ENTRIES_FILE)
-        fsutil.write_atomic(path, render_entries_document(state, path=path))
-        self._remember_written(state)
+        data = render_entries_document(state, path=path)
+        fsutil.write_atomic(path, data)
+        self._remember_written(state, data)
         # The hooks' per-edit index follows every write (they never parse the whole store).
         scopeindex.refresh(self.dir, state.entries.values())
 
@@ -653,8 +659,10 @@ def parse_entries_document(data: bytes, path: str) -> State:
         seq=_int(meta.get("seq"), path),
         head=str(meta.get("head", journal.GENESIS)),
         journal_bytes=_int(meta.get("bytes"), path),
-        hand_edited=meta.get("entries_sha256") != _entries_digest(data),
     )
+    digest = _entries_digest(data)
+    state.source = digest or ""
+    state.hand_edited = meta.get("entries_sha256") != digest
     purged = doc.get("purged", {})
     if not isinstance(purged, dict):
         raise StoreError(f"{path}: 'purged' must be an object of purged ids")
@@ -679,6 +687,12 @@ def _entries_digest(data: bytes) -> str | None:
     if at < 0:
         return None
     return hashlib.sha256(data[at + len(_ENTRIES_MARKER) :]).hexdigest()
+
+
+def _written_digest(data: bytes) -> str:
+    """The digest :func:`render_entries_document` put in ``data`` (what a parse computes)."""
+    at = data.find(_DIGEST_KEY)
+    return data[at + len(_DIGEST_KEY) : at + len(_DIGEST_KEY) + 64].decode() if at >= 0 else ""
 
 
 def _int(value: JSONValue, path: str) -> int:
