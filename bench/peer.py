@@ -247,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sizes", default="100,1000,10000")
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--writes", type=int, default=21)
-    parser.add_argument("--no-startup", action="store_true")
+    parser.add_argument("--startup-runs", type=int, default=15, help="0: skip start-up")
     args = parser.parse_args(argv)
     version = subprocess.check_output([_common.PYTHON, "--version"], text=True).strip()
     print(f"python3: {version} ({_common.PYTHON}); peer: {_common.PEER_SPEC}")
@@ -273,8 +273,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"| {r['rss_ours']:.0f} / {r['rss_peer']:.0f} MB | {r['rss_ratio']:.2f}x |",
                 flush=True,
             )
-        if not args.no_startup:
-            s = startup(max(5, args.runs // 2), workdir)
+        if args.startup_runs > 0:
+            s = startup(args.startup_runs, workdir)
             print()
             print(
                 "| start-up | `python3 -c pass` | venv `python3 -c pass` | initialize (ours) "
