@@ -30,7 +30,7 @@ from ctxkeeper.write.verbs import user_actor
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ctxkeeper.core._types import JSONObject
+    from ctxkeeper.core._types import JSONObject, JSONValue
 
 PEER_SPEC = "context-keeper-mcp==0.19.*"
 PEER_VENV = os.path.join(ROOT, ".cache", "peer-ck019")
@@ -120,6 +120,10 @@ def _corpus() -> list[JSONObject]:
     return entries
 
 
+def _strings(value: object) -> list[str]:
+    return [str(item) for item in value] if isinstance(value, list) else []
+
+
 class Varied:
     """Entries whose texts differ the way a real store's do.
 
@@ -138,7 +142,7 @@ class Varied:
             if isinstance(entry.get(name), str)
             for w in _WORD.findall(str(entry[name]))
         ]
-        self.tags = sorted({str(t) for entry in corpus for t in entry.get("tags") or []})
+        self.tags = sorted({str(t) for entry in corpus for t in _strings(entry.get("tags"))})
 
     def text(self, words: int, n: int) -> str:
         picked = [self.rng.choice(self.words) for _ in range(words)]
@@ -148,8 +152,8 @@ class Varied:
     def fields(self, n: int) -> tuple[str, JSONObject]:
         """The kind and the fields of the n-th entry (decisions, constraints, pipelines)."""
         kind = ("decision", "constraint", "pipeline")[n % 3]
-        scope = [f"src/pkg{n % 50}/mod{n % 997}/"]
-        tags = self.rng.sample(self.tags, 2)
+        scope: list[JSONValue] = [f"src/pkg{n % 50}/mod{n % 997}/"]
+        tags: list[JSONValue] = list(self.rng.sample(self.tags, 2))
         if kind == "decision":
             return kind, {
                 "summary": self.text(12, n),
@@ -223,7 +227,8 @@ def peer_entry(n: int, kind: str, fields: JSONObject, at: str) -> JSONObject:
         "verified_at": at,
         "verified_sha": None,
     }
-    scope = fields["scope"][0] if isinstance(fields.get("scope"), list) else "global"
+    scopes = _strings(fields.get("scope"))
+    scope = scopes[0] if scopes else "global"
     if kind == "decision":
         own: JSONObject = {
             "id": f"dec-{n + 1:03d}",
@@ -252,7 +257,9 @@ def peer_entry(n: int, kind: str, fields: JSONObject, at: str) -> JSONObject:
             "name": fields["name"],
             "purpose": fields["purpose"],
             "when_to_invoke": "",
-            "steps": [{"order": i + 1, "action": s} for i, s in enumerate(fields["steps"])],
+            "steps": [
+                {"order": i + 1, "action": s} for i, s in enumerate(_strings(fields.get("steps")))
+            ],
             "constraints": [],
         }
     return {**own, **common}

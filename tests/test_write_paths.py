@@ -30,6 +30,7 @@ from .conftest import REPO_ROOT
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
     from pathlib import Path
 
     from ctxkeeper.core._types import JSONObject
@@ -241,7 +242,7 @@ def _pool(size: int, seed: int) -> list[JSONObject]:
     return pool
 
 
-def _findings(candidate: JSONObject, stored: list[JSONObject]) -> tuple[object, ...]:
+def _findings(candidate: JSONObject, stored: Sequence[Mapping[str, object]]) -> tuple[object, ...]:
     return (
         sim.similar_entries(candidate, stored),
         sim.matching_tombstone(candidate, stored),
@@ -293,7 +294,9 @@ def test_record_entry_through_the_index_reports_and_refuses_as_before(store: Sto
     first = record_entry(store, kind, fields, actor=user_actor())
     again = dict(fields, summary=str(fields["summary"]).replace("service", "services"))
     second = record_entry(store, kind, again, actor=user_actor())
-    assert first["id"] in [item["id"] for item in second["similar_entries"]]
+    similar = second["similar_entries"]
+    assert isinstance(similar, list)
+    assert first["id"] in [item["id"] for item in similar if isinstance(item, dict)]
     deprecate_entry(
         store, str(first["id"]), "this approach was dropped for good", actor=user_actor()
     )

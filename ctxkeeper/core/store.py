@@ -60,6 +60,7 @@ _ENTRIES_MARKER: Final = b'\n  "entries": '
 _DIGEST_PLACEHOLDER: Final = "?" * 64
 _SEPARATORS: Final = (", ", ": ")
 _DIGEST_KEY: Final = b'"entries_sha256": "'
+_LINE_START: Final = b'    {"id": '
 #: The encoded line of each entry as last written, per entries file (see render_entries_document).
 _LINES: dict[str, dict[str, tuple[JSONObject, bytes]]] = {}
 
@@ -717,7 +718,7 @@ def render_entries_document(state: State, *, path: str | None = None) -> bytes:
         them), so an entry that is the same object as last time has the same line.
     """
     lines = _encoded(state, path)
-    meta = {
+    meta: JSONObject = {
         "seq": state.seq,
         "head": state.head,
         "bytes": state.journal_bytes,
@@ -742,6 +743,8 @@ def _encoded(state: State, path: str | None) -> dict[str, tuple[JSONObject, byte
     """Each entry, sorted by id, as a parse of its line gives it (the *canonical* value), with
     the line; lines are reused from the last render of ``path`` for unchanged entries."""
     previous = _LINES.get(path, {}) if path is not None else {}
+    if path is not None and not previous:
+        previous = _lines_on_disk(path)
     lines: dict[str, tuple[JSONObject, bytes]] = {}
     fresh: list[str] = []
     for key in sorted(state.entries):
@@ -759,6 +762,36 @@ def _encoded(state: State, path: str | None) -> dict[str, tuple[JSONObject, byte
     if path is not None:
         _LINES.clear()  # a process serves one store: keep only the latest file's lines
         _LINES[path] = lines
+    return lines
+
+
+def _lines_on_disk(path: str) -> dict[str, tuple[JSONObject, bytes]]:
+    """The lines of the entry file as its writer left them, each with the parsed entry, when
+    this process holds that file's parse (see :meth:`Store._read_entries_cached`) and the file
+    is laid out one entry per line and not hand-edited; else nothing. A process's first write
+    then encodes only what it changes, and holds no second copy of every entry."""
+    cached = _PARSED.get(path)
+    if cached is None or cached[1].hand_edited or cached[1].duplicates:
+        return {}
+    try:
+        info = os.stat(path)
+        if cached[0] != (path, info.st_ino, info.st_size, info.st_mtime_ns):
+            return {}
+        data = fsutil.read_bytes(path)
+    except (OSError, StoreError):
+        return {}
+    entries = cached[1].entries
+    if data is None:
+        return {}
+    found = [line for line in data.split(b"\n") if line.startswith(_LINE_START)]
+    if len(found) != len(entries):
+        return {}
+    lines: dict[str, tuple[JSONObject, bytes]] = {}
+    for line, (key, value) in zip(found, entries.items(), strict=True):
+        body = line[4:-1] if line.endswith(b",") else line[4:]
+        if not body.startswith(_LINE_START[4:] + _line(key) + b", "):
+            return {}
+        lines[key] = (value, body)
     return lines
 
 

@@ -89,11 +89,15 @@ class _IndexCache:
 
     def __init__(self) -> None:
         self.state: State | None = None
+        self.warm = False
+        """An index was made in this process: later ones follow writes and are not saved."""
         self.entries: list[JSONObject] = []
         self.index = TextIndex()
 
     def get(self, state: State, cache_dir: str | None = None) -> tuple[list[JSONObject], TextIndex]:
         if state is not self.state:
+            # Let the old index go first: a server holds one index at a time, not two.
+            self.index, self.state = TextIndex(), None
             self.entries = [state.entries[k] for k in sorted(state.entries)]
             key = state_key(state)
             if cache_dir is None or key is None:
@@ -101,9 +105,9 @@ class _IndexCache:
             else:
                 # A cold process reads the index a previous one left (rebuilt when stale);
                 # a warm one that saw the store change rebuilds in memory, writing nothing.
-                save = self.state is None
+                save = not self.warm
                 self.index = textindex.load_or_build(self.entries, cache_dir, key, save=save)
-            self.state = state
+            self.state, self.warm = state, True
         return self.entries, self.index
 
 
@@ -128,7 +132,7 @@ def get_context(store: Store, arguments: Mapping[str, object]) -> JSONObject:
     except textindex.IndexCacheError:
         # The index read from disk turned out bad on a term this query touched: rebuild.
         _CACHE.state = None
-        entries, index = _CACHE.get(store.load())
+        entries, index = _CACHE.get(store.load())  # no cache_dir: built in memory
         return rank(entries, index, request, root=store.root)
 
 

@@ -6,6 +6,7 @@ import bisect
 import json
 import math
 import os
+from array import array
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -41,6 +42,9 @@ _MIN_PREFIX: Final = 4
 PREFIX_CREDIT: Final = 0.5
 
 
+Posting = tuple["array[int]", "array[float]"]
+
+
 def field_text(value: JSONValue) -> str:
     if isinstance(value, list):
         return " ".join(str(item) for item in value)
@@ -52,7 +56,9 @@ class TextIndex:
     """Postings of weighted term frequencies per entry, built once per store state."""
 
     ids: list[str] = field(default_factory=list)
-    postings: dict[str, dict[int, float]] = field(default_factory=dict)
+    postings: dict[str, Posting] = field(default_factory=dict)
+    """Per term, the entries holding it (ascending) and its weighted frequency in each, as
+    two typed arrays: a tenth of the memory of a dict per term in a long-running server."""
     headline_terms: list[frozenset[str]] = field(default_factory=list)
     lengths: list[float] = field(default_factory=list)
     vocabulary: list[str] = field(default_factory=list)
@@ -61,10 +67,12 @@ class TextIndex:
     @classmethod
     def build(cls, entries: Iterable[Mapping[str, JSONValue]]) -> TextIndex:
         index = cls()
+        postings = index.postings
         for doc, entry in enumerate(entries):
             index.ids.append(str(entry.get("id")))
             length = 0.0
             headline: set[str] = set()
+            bucket: dict[str, float] = {}
             for name, weight in FIELD_WEIGHTS.items():
                 text = field_text(entry.get(name))
                 if name == "scope":
@@ -72,11 +80,16 @@ class TextIndex:
                 for term in terms(text):
                     if term == NEGATION:
                         continue
-                    bucket = index.postings.setdefault(term, {})
-                    bucket[doc] = bucket.get(doc, 0.0) + weight
+                    bucket[term] = bucket.get(term, 0.0) + weight
                     length += weight
                     if name in HEADLINE_FIELDS:
                         headline.add(term)
+            for term, tf in bucket.items():
+                posting = postings.get(term)
+                if posting is None:
+                    posting = postings[term] = (array("i"), array("d"))
+                posting[0].append(doc)
+                posting[1].append(tf)
             index.lengths.append(length)
             index.headline_terms.append(frozenset(headline))
         index.vocabulary = sorted(index.postings)
@@ -85,7 +98,8 @@ class TextIndex:
 
     def idf(self, term: str) -> float:
         n = len(self.ids)
-        df = len(self.postings.get(term, ()))
+        posting = self.postings.get(term)
+        df = len(posting[0]) if posting is not None else 0
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
     def expansions(self, term: str) -> list[tuple[str, float]]:
@@ -126,7 +140,8 @@ class TextIndex:
             best_credit: dict[int, float] = {}
             for matched, credit in self.expansions(term):
                 idf = self.idf(matched)
-                for doc, tf in self.postings[matched].items():
+                docs, tfs = self.postings[matched]
+                for doc, tf in zip(docs, tfs, strict=True):
                     norm = (
                         tf
                         * (_K1 + 1)
@@ -159,7 +174,7 @@ class IndexCacheError(ValueError):
     """The on-disk index is not what this code writes: rebuild it."""
 
 
-class _Postings(dict[str, dict[int, float]]):
+class _Postings(dict[str, "Posting"]):
     """The postings of an index read from disk, each term's kept as the string it was stored
     as (``"doc:weight doc:weight"``) until first use, so a cold process pays only for the
     terms its query touches. Each is checked as it is read: a bad one raises
@@ -179,22 +194,25 @@ class _Postings(dict[str, dict[int, float]]):
     def __iter__(self) -> Iterator[str]:
         return iter(self._raw)
 
-    def __missing__(self, term: str) -> dict[int, float]:
+    def __missing__(self, term: str) -> Posting:
         packed = self._raw[term]
-        value: dict[int, float] = {}
+        value: Posting = (array("i"), array("d"))
         try:
             for pair in packed.split(" "):
                 doc, _, weight = pair.partition(":")
                 number, tf = int(doc), float(weight)
-                if not 0 <= number < self._docs or not tf > 0 or number in value:
+                if not 0 <= number < self._docs or not tf > 0:
                     raise IndexCacheError(term)
-                value[number] = tf
+                if value[0] and number <= value[0][-1]:
+                    raise IndexCacheError(term)  # ascending, each entry once
+                value[0].append(number)
+                value[1].append(tf)
         except (AttributeError, ValueError) as exc:
             raise IndexCacheError(term) from exc
         self[term] = value
         return value
 
-    def get(self, term: str, default: object = None) -> dict[int, float] | object:  # type: ignore[override]
+    def get(self, term: str, default: object = None) -> Posting | object:  # type: ignore[override]
         return self[term] if term in self._raw else default
 
 
@@ -206,8 +224,8 @@ def _encode(index: TextIndex, key: str) -> bytes:
         "lengths": index.lengths,
         "headline": [" ".join(sorted(terms)) for terms in index.headline_terms],
         "postings": {
-            term: " ".join(f"{doc}:{weight!r}" for doc, weight in bucket.items())
-            for term, bucket in index.postings.items()
+            term: " ".join(f"{doc}:{weight!r}" for doc, weight in zip(*posting, strict=True))
+            for term, posting in index.postings.items()
         },
     }
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()

@@ -127,6 +127,23 @@ def _grams(term: str) -> frozenset[str]:
     return grams
 
 
+def _uncached_text(entry: Mapping[str, object], table: Mapping[str, tuple[str, ...]]) -> str:
+    """:func:`statement` (``_PRIMARY``) or the secondary text (``_SECONDARY``), uncached."""
+    values = (entry.get(field) for field in table.get(str(entry.get("kind")), ()))
+    return ". ".join(comparable(value) for value in values if isinstance(value, str) and value)
+
+
+def _uncached_features(text: str) -> _Features:
+    """:func:`_features` without filling its caches: the index computes each stored entry's
+    features once and keeps only the postings, so caching them would double its memory."""
+    words = frozenset(terms(text))
+    grams: set[str] = set()
+    for word in words:
+        padded = f" {word} "
+        grams.update(padded[i : i + 3] for i in range(len(padded) - 2))
+    return words, frozenset(grams)
+
+
 # Keyed on the text itself, so an edited entry gets fresh features and identical texts share
 # one computation; the bound keeps a long-lived server from growing without limit.
 @lru_cache(maxsize=_FEATURE_CACHE_MAX)
@@ -599,11 +616,11 @@ class SimilarityIndex:
     def _add(self, entry_id: str, entry: Mapping[str, object]) -> None:
         doc = self._next
         self._next += 1
-        text = statement(entry)
-        words, grams = _features.__wrapped__(text)
+        text = _uncached_text(entry, _PRIMARY)
+        words, grams = _uncached_features(text)
         self._docs[entry_id] = (entry, doc)
         self._ids[doc] = entry_id
-        self._sizes[doc] = (len(words), len(grams), bool(_secondary_text(entry)))
+        self._sizes[doc] = (len(words), len(grams), bool(_uncached_text(entry, _SECONDARY)))
         if not grams:
             self._empty.add(doc)
         for word in words:
@@ -617,8 +634,8 @@ class SimilarityIndex:
         entry, doc = self._docs.pop(entry_id)
         del self._ids[doc], self._sizes[doc]
         self._empty.discard(doc)
-        text = statement(entry)
-        words, grams = _features.__wrapped__(text)
+        text = _uncached_text(entry, _PRIMARY)
+        words, grams = _uncached_features(text)
         for table, keys in ((self._words, words), (self._grams, grams)):
             for key in keys:
                 postings = table[key]
