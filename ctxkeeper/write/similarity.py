@@ -566,8 +566,8 @@ def possible_supersession(
 SHORTLIST_FLOOR: Final[float] = min(
     _TYPO_CANDIDATES_MIN_SCORE, TOMBSTONE_THRESHOLD, SIMILAR_THRESHOLD, SUPERSESSION_THRESHOLD
 )
-#: Below this many stored entries a plain scan is as fast as the index, which is not built.
-INDEX_MIN_ENTRIES: Final = 200
+#: Below this many stored entries a plain scan is about as fast, and the index is not built.
+INDEX_MIN_ENTRIES: Final = 32
 _SLACK: Final = 1e-9
 
 
