@@ -112,6 +112,8 @@ def _records(entries: Iterable[JSONObject]) -> dict[str, list[Record]]:
     by_key: dict[str, list[Record]] = {}
     memo: dict[str, tuple[JSONObject, list[Record]]] = {}
     for entry in entries:
+        if entry.get("kind") != "constraint" or entry.get("status") != "active":
+            continue  # no records (see _entry_records), and most entries are these
         entry_id = entry.get("id")
         known = _MEMO.get(entry_id) if isinstance(entry_id, str) else None
         records = known[1] if known is not None and known[0] is entry else _entry_records(entry)
