@@ -120,7 +120,8 @@ def patch(
         at = bisect.bisect_left(keys, key)
         lines.insert(at, line)
         keys.insert(at, key)
-    return b"\n".join(lines) + b"\n", keys
+    lines.append(b"")  # the final newline, without a second copy of the whole file
+    return b"\n".join(lines), keys
 
 
 def _tips(lines: list[bytes], keys: list[Key], entry_id: str) -> list[str]:

@@ -687,7 +687,8 @@ def _entries_digest(data: bytes) -> str | None:
     at = data.find(_ENTRIES_MARKER)
     if at < 0:
         return None
-    return hashlib.sha256(data[at + len(_ENTRIES_MARKER) :]).hexdigest()
+    with memoryview(data) as view:  # no copy of a 10 MB tail
+        return hashlib.sha256(view[at + len(_ENTRIES_MARKER) :]).hexdigest()
 
 
 def _written_digest(data: bytes) -> str:
@@ -724,19 +725,20 @@ def render_entries_document(state: State, *, path: str | None = None) -> bytes:
         "bytes": state.journal_bytes,
         "entries_sha256": _DIGEST_PLACEHOLDER,
     }
-    parts = [b'{\n  "version": %d,\n  "journal": ' % STORE_VERSION, _line(meta), b","]
-    parts.append(_ENTRIES_MARKER)
-    parts.append(_block(b"[", b"]", [line for _, line in lines.values()]))
+    tail = _block(b"[", b"]", [line for _, line in lines.values()])
     if state.purged:
         # After the entries, so the digest that notices hand edits covers it too.
         purged = [_line(key) + b": " + _line(state.purged[key]) for key in sorted(state.purged)]
-        parts.append(b',\n  "purged": ')
-        parts.append(_block(b"{", b"}", purged))
-    parts.append(b"\n}\n")
-    data = b"".join(parts)
-    digest = _entries_digest(data)
-    assert digest is not None
-    return data.replace(_DIGEST_PLACEHOLDER.encode(), digest.encode(), 1)
+        tail.append(b',\n  "purged": ')
+        tail.extend(_block(b"{", b"}", purged))
+    tail.append(b"\n}\n")
+    # The digest of what follows the marker, hashed part by part (no copy of the whole file).
+    hashed = hashlib.sha256()
+    for part in tail:
+        hashed.update(part)
+    meta["entries_sha256"] = hashed.hexdigest()
+    head = b'{\n  "version": %d,\n  "journal": ' % STORE_VERSION + _line(meta) + b","
+    return b"".join([head, _ENTRIES_MARKER, *tail])
 
 
 def _encoded(state: State, path: str | None) -> dict[str, tuple[JSONObject, bytes]]:
@@ -795,7 +797,13 @@ def _lines_on_disk(path: str) -> dict[str, tuple[JSONObject, bytes]]:
     return lines
 
 
-def _block(opening: bytes, closing: bytes, items: list[bytes]) -> bytes:
+def _block(opening: bytes, closing: bytes, items: list[bytes]) -> list[bytes]:
+    """The parts of a bracketed block of one item per line, for one join of the file."""
     if not items:
-        return opening + closing
-    return opening + b"\n    " + b",\n    ".join(items) + b"\n  " + closing
+        return [opening + closing]
+    parts = [opening + b"\n    "]
+    for item in items:
+        parts.append(item)
+        parts.append(b",\n    ")
+    parts[-1] = b"\n  " + closing
+    return parts
