@@ -17,7 +17,7 @@ from typing import Final
 from ctxkeeper.core import fsutil, teamlog
 from ctxkeeper.core.errors import SnapshotError, StoreError
 from ctxkeeper.core.snapshotformat import HEADER_LINE, SNAPSHOT_FILE, parse, render
-from ctxkeeper.core.snapshotpatch import CannotPatchError, Key, patch
+from ctxkeeper.core.snapshotpatch import CannotPatchError, Key, patch_lines
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -163,8 +163,10 @@ def auto_refresh(
         if committed is not None and old is not None and not unseen(context_dir, target):
             known = _LAYOUT.get(target)
             keys = known[1] if known is not None and known[0] == identity else None
+            lines = old.split(b"\n")
+            del old  # the lines are the file now: one copy of a 50 MB snapshot, not two
             try:
-                data, keys = patch(old, committed, entries, keys=keys)
+                data, keys = patch_lines(lines, committed, entries, keys=keys)
             except CannotPatchError:
                 pass  # not laid out as written here (an older version): rebuild it
             else:

@@ -80,7 +80,18 @@ def patch(
         ``old`` is the very file that patch wrote (the caller checks): then its lines are
         not keyed and checked for order again, which is most of a patch's work.
     """
-    lines = old.split(b"\n")
+    return patch_lines(old.split(b"\n"), records, entries, keys=keys)
+
+
+def patch_lines(
+    lines: list[bytes],
+    records: Iterable[Mapping[str, JSONValue]],
+    entries: Mapping[str, JSONObject],
+    *,
+    keys: list[Key] | None = None,
+) -> tuple[bytes, list[Key]]:
+    """:func:`patch` on the file's lines (``old.split(b"\\n")``), changed in place: a
+    caller that lets go of the file's bytes first holds one copy of it, not two."""
     if lines and lines[-1] == b"":
         lines.pop()
     if not lines or lines[0] != HEADER_LINE:
