@@ -248,10 +248,72 @@ def tombstone_report(path: Path) -> str:
     return "\n".join(out)
 
 
+_STATUSES = ("active", "deprecated", "proposed", "rejected", "superseded")
+
+
+def index_agreement(
+    pairs: Sequence[Pair], tombstone_files: Sequence[Path], *, every: int = 1
+) -> str:
+    """Check that the write path's candidate generation changes no finding.
+
+    ``record_entry`` scores only the entries :func:`ctxkeeper.write.similarity.shortlist`
+    proposes (an inverted index once a store holds
+    :data:`~ctxkeeper.write.similarity.INDEX_MIN_ENTRIES` entries or more). Every labelled entry
+    (both sides of every pair, and every tombstone of the tombstone files) goes into one store,
+    statuses in turn, so it is well past that size; each candidate's ``similar_entries``,
+    ``matching_tombstone`` and ``possible_supersession`` over the whole store must equal the
+    same over the shortlist. ``every``: check only every n-th candidate (the store is whole).
+    """
+    stored: list[JSONObject] = []
+    candidates: list[JSONObject] = []
+    rows = [(p.a, p.b) for p in pairs]
+    for path in tombstone_files:
+        with path.open(encoding="utf-8") as file:
+            rows += [
+                (row["tombstone"], row["candidate"])
+                for row in map(json.loads, filter(str.strip, file))
+            ]
+    for number, (a, b) in enumerate(rows):
+        for side, entry in (("a", a), ("b", b)):
+            status = _STATUSES[(2 * number + (side == "b")) % len(_STATUSES)]
+            stored.append({**entry, "id": f"con-{number:04d}-{side}", "status": status})
+        candidates.append({k: v for k, v in b.items() if k != "id"})
+    candidates = candidates[::every]
+    agree = 0
+    wrong: list[str] = []
+    for number, candidate in enumerate(candidates):
+        short = sim.shortlist(candidate, stored)
+        full = (
+            sim.similar_entries(candidate, stored),
+            sim.matching_tombstone(candidate, stored),
+            sim.possible_supersession(candidate, stored),
+        )
+        fast = (
+            sim.similar_entries(candidate, short),
+            sim.matching_tombstone(candidate, short),
+            sim.possible_supersession(candidate, short),
+        )
+        if full == fast:
+            agree += 1
+        else:
+            wrong.append(f"- candidate {number}: {full!r} != {fast!r}")
+    assert len(stored) >= sim.INDEX_MIN_ENTRIES, len(stored)
+    out = [
+        (
+            f"index agreement: {agree}/{len(candidates)} candidates get the same findings from the "
+            f"shortlist as from all {len(stored)} entries"
+        ),
+        *wrong,
+    ]
+    return "\n".join(out)
+
+
 class _Args(argparse.Namespace):
     pairs: Path
     no_bench: bool
     tombstones: Path | None
+    index_check: bool
+    every: int
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -265,7 +327,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="measure refusals and acceptances on tombstone/candidate pairs instead, e.g. "
         f"{TOMBSTONE_DEV.relative_to(ROOT)} or {HELDOUT.relative_to(ROOT)}",
     )
+    parser.add_argument(
+        "--index-check",
+        action="store_true",
+        help="check instead that the write path's candidate generation changes no finding",
+    )
+    parser.add_argument("--every", type=int, default=1, help="with --index-check: every n-th")
     args = parser.parse_args(argv, _Args())
+    if args.index_check:
+        report_text = index_agreement(load(args.pairs), [TOMBSTONE_DEV, HELDOUT], every=args.every)
+        print(report_text)
+        return 0 if "\n- candidate" not in report_text else 1
     if args.tombstones is not None:
         print(tombstone_report(args.tombstones))
         return 0

@@ -100,38 +100,61 @@ def _cut(value: JSONValue) -> str:
     return text if len(text) <= TEXT_CAP else text[: TEXT_CAP - 3] + "..."
 
 
+#: Each entry's records as the last index build made them, by id with the entry object: a
+#: long-running writer rebuilds the index after every write, and stored entries are replaced
+#: on change, never changed in place, so an entry seen before has the same records.
+_MEMO: dict[str, tuple[JSONObject, list[Record]]] = {}
+#: shard_of per (key, shard count), for the writer that rebuilds the index after every write.
+_SHARDS: dict[tuple[str, int], int] = {}
+
+
 def _records(entries: Iterable[JSONObject]) -> dict[str, list[Record]]:
     by_key: dict[str, list[Record]] = {}
+    memo: dict[str, tuple[JSONObject, list[Record]]] = {}
     for entry in entries:
         if entry.get("kind") != "constraint" or entry.get("status") != "active":
-            continue
+            continue  # no records (see _entry_records), and most entries are these
         entry_id = entry.get("id")
-        # Ids go into ledger lines and hook output: refuse anything a hand edit made odd.
-        if not isinstance(entry_id, str) or not entry_id or len(entry_id) > _ID_MAX:
-            continue
-        if not entry_id.replace("-", "").isalnum() or not entry_id.isascii():
-            continue
-        hardness = "hard" if entry.get("hardness") == "hard" else "soft"
-        scopes = entry.get("scope")
-        keys: set[str] = set()
-        for scope in scopes if isinstance(scopes, list) and scopes else [""]:
-            if not isinstance(scope, str):
-                continue
-            try:
-                keys.add(normalize_scope(scope))
-            except ValueError:
-                continue  # An escaping scope covers nothing (doctor reports it).
-        base = [
-            entry_id,
-            hardness,
-            _cut(entry.get("rule")),
-            _cut(entry.get("reason")),
-            _bound(entry.get("valid_from")),
-            _bound(entry.get("valid_until")),
-        ]
-        for key in sorted(keys):
-            by_key.setdefault(key, []).append([*base, key])
+        known = _MEMO.get(entry_id) if isinstance(entry_id, str) else None
+        records = known[1] if known is not None and known[0] is entry else _entry_records(entry)
+        if isinstance(entry_id, str):
+            memo[entry_id] = (entry, records)
+        for record in records:
+            by_key.setdefault(record[-1], []).append(record)
+    _MEMO.clear()
+    _MEMO.update(memo)
     return by_key
+
+
+def _entry_records(entry: JSONObject) -> list[Record]:
+    """The records of one entry, one per scope key (none unless an active constraint)."""
+    if entry.get("kind") != "constraint" or entry.get("status") != "active":
+        return []
+    entry_id = entry.get("id")
+    # Ids go into ledger lines and hook output: refuse anything a hand edit made odd.
+    if not isinstance(entry_id, str) or not entry_id or len(entry_id) > _ID_MAX:
+        return []
+    if not entry_id.replace("-", "").isalnum() or not entry_id.isascii():
+        return []
+    hardness = "hard" if entry.get("hardness") == "hard" else "soft"
+    scopes = entry.get("scope")
+    keys: set[str] = set()
+    for scope in scopes if isinstance(scopes, list) and scopes else [""]:
+        if not isinstance(scope, str):
+            continue
+        try:
+            keys.add(normalize_scope(scope))
+        except ValueError:
+            continue  # An escaping scope covers nothing (doctor reports it).
+    base = [
+        entry_id,
+        hardness,
+        _cut(entry.get("rule")),
+        _cut(entry.get("reason")),
+        _bound(entry.get("valid_from")),
+        _bound(entry.get("valid_until")),
+    ]
+    return [[*base, key] for key in sorted(keys)]
 
 
 def _hard_delivery(context_dir: str) -> str:
@@ -236,7 +259,12 @@ def write_index(
     directory = real_dir(os.path.join(root, f"n{shards}"))
     buckets: list[dict[str, list[Record]]] = [{} for _ in range(shards)]
     for key in sorted(by_key):
-        buckets[shard_of(key, shards)][key] = by_key[key]
+        shard = _SHARDS.get((key, shards))
+        if shard is None:
+            if len(_SHARDS) >= 65536:
+                _SHARDS.clear()
+            shard = _SHARDS[key, shards] = shard_of(key, shards)
+        buckets[shard][key] = by_key[key]
     for number, bucket in enumerate(buckets):
         path = os.path.join(directory, f"{number}.json")
         data = json.dumps(bucket, ensure_ascii=False).encode()

@@ -17,7 +17,7 @@ from typing import Final
 from ctxkeeper.core import fsutil, journal, teamlog
 from ctxkeeper.core.errors import SnapshotError, StoreError
 from ctxkeeper.core.snapshotformat import HEADER_LINE, SNAPSHOT_FILE, parse, render
-from ctxkeeper.core.snapshotpatch import CannotPatchError, patched
+from ctxkeeper.core.snapshotpatch import CannotPatchError, Key, patch_lines
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 
 #: Under ``.context/cache/``: the digest of each snapshot path as this clone last wrote or read it.
 SEEN_FILE: Final = "snapshot-seen.json"
+#: The sort keys of the lines of the snapshot this process last patched, with the file's
+#: identity right after: while the file is unchanged the next patch need not key it again.
+_LAYOUT: dict[str, tuple[list[JSONValue] | None, list[Key]]] = {}
 
 
 def default_path(context_dir: str) -> str:
@@ -192,6 +195,7 @@ def auto_refresh(
     """
     target = default_path(context_dir)
     try:
+        identity = _identity(target)
         old = fsutil.read_bytes(target)
         # Patch only a file written just before these records: one a failed or killed refresh
         # left behind would otherwise miss that write's events for good.
@@ -201,14 +205,20 @@ def auto_refresh(
             and not unseen(context_dir, target)
             and _written_at(context_dir, target) == committed[0].get("prev")
         ):
+            known = _LAYOUT.get(target)
+            keys = known[1] if known is not None and known[0] == identity else None
+            lines = old.split(b"\n")
+            del old  # the lines are the file now: one copy of a 50 MB snapshot, not two
             try:
-                data = patched(old, committed, entries)
+                data, keys = patch_lines(lines, committed, entries, keys=keys)
             except CannotPatchError:
                 pass  # not laid out as written here (an older version): rebuild it
             else:
                 _expect(context_dir, target, data)
                 fsutil.write_atomic(target, data)
                 remember(context_dir, target, data, head=_head(committed))
+                _LAYOUT.clear()
+                _LAYOUT[target] = (_identity(target), keys)
                 return
         write(context_dir, entries.values(), read_journal())
     except (SnapshotError, OSError) as exc:

@@ -54,6 +54,9 @@ def line_key(line: bytes) -> tuple[int, bytes, bytes, bytes]:
     raise CannotPatchError(line[:80].decode("utf-8", "replace"))
 
 
+Key = tuple[int, bytes, bytes, bytes]
+
+
 def patched(
     old: bytes,
     records: Iterable[Mapping[str, JSONValue]],
@@ -61,14 +64,44 @@ def patched(
 ) -> bytes:
     """``old`` with the entry lines of the entries ``records`` touched replaced (or removed,
     for a purge) and the records' events inserted; raise CannotPatchError when unsure."""
-    lines = old.split(b"\n")
+    return patch(old, records, entries)[0]
+
+
+def patch(
+    old: bytes,
+    records: Iterable[Mapping[str, JSONValue]],
+    entries: Mapping[str, JSONObject],
+    *,
+    keys: list[Key] | None = None,
+) -> tuple[bytes, list[Key]]:
+    """:func:`patched`, and the sort key of every line of the result.
+
+    :param keys: the sort keys of ``old``'s lines as a previous patch returned them, when
+        ``old`` is the very file that patch wrote (the caller checks): then its lines are
+        not keyed and checked for order again, which is most of a patch's work.
+    """
+    return patch_lines(old.split(b"\n"), records, entries, keys=keys)
+
+
+def patch_lines(
+    lines: list[bytes],
+    records: Iterable[Mapping[str, JSONValue]],
+    entries: Mapping[str, JSONObject],
+    *,
+    keys: list[Key] | None = None,
+) -> tuple[bytes, list[Key]]:
+    """:func:`patch` on the file's lines (``old.split(b"\\n")``), changed in place: a
+    caller that lets go of the file's bytes first holds one copy of it, not two."""
     if lines and lines[-1] == b"":
         lines.pop()
     if not lines or lines[0] != HEADER_LINE:
         raise CannotPatchError("no header line")
-    keys = [line_key(line) for line in lines]
-    if keys != sorted(keys):
-        raise CannotPatchError("lines out of order")
+    if keys is not None and len(keys) == len(lines):
+        keys = list(keys)
+    else:
+        keys = [line_key(line) for line in lines]
+        if keys != sorted(keys):
+            raise CannotPatchError("lines out of order")
     current: dict[str, list[str]] = {}
     new_events: list[JSONObject] = []
     for record in records:
@@ -98,12 +131,11 @@ def patched(
         at = bisect.bisect_left(keys, key)
         lines.insert(at, line)
         keys.insert(at, key)
-    return b"\n".join(lines) + b"\n"
+    lines.append(b"")  # the final newline, without a second copy of the whole file
+    return b"\n".join(lines), keys
 
 
-def _tips(
-    lines: list[bytes], keys: list[tuple[int, bytes, bytes, bytes]], entry_id: str
-) -> list[str]:
+def _tips(lines: list[bytes], keys: list[Key], entry_id: str) -> list[str]:
     """The tips of ``entry_id``'s events in the file: the versions its next event follows."""
     start = bisect.bisect_left(keys, (2, entry_id.encode(), b"", b""))
     events: list[JSONObject] = []

@@ -7,6 +7,7 @@ All entries live in one ``entries.json`` that also records how far into the jour
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -57,6 +58,11 @@ _WARNED: set[tuple[object, ...]] = set()
 HAND_EDIT_ACTOR: Final = MappingProxyType({"origin": "user", "user": None})
 _ENTRIES_MARKER: Final = b'\n  "entries": '
 _DIGEST_PLACEHOLDER: Final = "?" * 64
+_SEPARATORS: Final = (", ", ": ")
+_DIGEST_KEY: Final = b'"entries_sha256": "'
+_LINE_START: Final = b'    {"id": '
+#: The encoded line of each entry as last written, per entries file (see render_entries_document).
+_LINES: dict[str, dict[str, tuple[JSONObject, bytes]]] = {}
 
 
 @dataclass
@@ -75,6 +81,9 @@ class State:
     """Malformed entries left out of reads, with why (``load`` only; doctor reports them)."""
     purged: dict[str, JSONObject] = field(default_factory=dict)
     """Purged ids, each with the digest of its value, so a re-record of it is still refused."""
+    source: str = ""
+    """SHA-256 of ``entries.json`` after its ``"entries":`` key (empty: not read from a file),
+    which keys the caches derived from the entries."""
 
 
 class PurgedError(NotFoundError):
@@ -208,6 +217,42 @@ class Store:
         state = self._read_entries()
         _PARSED[path] = (key, state)
         return key, state
+
+    def _entries_for_write(self) -> State:
+        """The entry file's state for a writer to change: the parse readers share while the
+        file is unchanged on disk (see :meth:`_remember_written`), copied so the write
+        cannot touch theirs. Entry values are shared: they are replaced, never changed."""
+        _, shared = self._read_entries_cached()
+        return replace(
+            shared,
+            entries=dict(shared.entries),
+            purged=dict(shared.purged),
+            duplicates=list(shared.duplicates),
+            skipped=dict(shared.skipped),
+        )
+
+    def _remember_written(self, state: State, data: bytes) -> None:
+        """Cache the state just written as the parse of the file it wrote, so neither the next
+        write nor the next read parses the whole store again: the entries are the values a
+        parse of their lines gives (see :func:`render_entries_document`)."""
+        path = self.path(ENTRIES_FILE)
+        lines = _LINES.get(path)
+        try:
+            info = os.stat(path)
+        except OSError:
+            return
+        if lines is None or len(lines) != len(state.entries):
+            _PARSED.pop(path, None)
+            return
+        written = State(
+            entries={key: value for key, (value, _) in lines.items()},
+            seq=state.seq,
+            head=state.head,
+            journal_bytes=state.journal_bytes,
+            purged={key: state.purged[key] for key in sorted(state.purged)},
+            source=_written_digest(data),
+        )
+        _PARSED[path] = ((path, info.st_ino, info.st_size, info.st_mtime_ns), written)
 
     def _read_entries(self) -> State:
         path = self.path(ENTRIES_FILE)
@@ -359,7 +404,7 @@ class Store:
         """The state under the lock, caught up with the journal; True when the entry file is
         behind it. A torn final transaction never reached the entries: it is cut off, so
         neither is lost nor invented (dec-003-6c23)."""
-        state = self._read_entries()
+        state = self._entries_for_write()
         if state.duplicates:
             raise StoreError(
                 f"{self.path(ENTRIES_FILE)}: id {state.duplicates[0]} appears more than once; a "
@@ -445,7 +490,10 @@ class Store:
         return records
 
     def _write_entries(self, state: State) -> None:
-        fsutil.write_atomic(self.path(ENTRIES_FILE), render_entries_document(state))
+        path = self.path(ENTRIES_FILE)
+        data = render_entries_document(state, path=path)
+        fsutil.write_atomic(path, data)
+        self._remember_written(state, data)
         # The hooks' per-edit index follows every write (they never parse the whole store).
         scopeindex.refresh(self.dir, state.entries.values())
 
@@ -475,12 +523,24 @@ def entry_shape_problem(entry: Mapping[str, JSONValue]) -> str | None:
     return f"missing {', '.join(missing)}" if missing else None
 
 
+#: The entries last found servable, by id, so a long-running process does not re-check every
+#: entry on every read and write (an entry is replaced on change, never changed in place).
+_SERVABLE: dict[str, JSONObject] = {}
+
+
 def _readable(state: State) -> State:
-    skipped = {
-        entry_id: problem
-        for entry_id, entry in state.entries.items()
-        if (problem := entry_shape_problem(entry)) is not None
-    }
+    known = _SERVABLE
+    skipped: dict[str, str] = {}
+    servable: dict[str, JSONObject] = {}
+    for entry_id, entry in state.entries.items():
+        if known.get(entry_id) is entry:
+            servable[entry_id] = entry
+        elif (problem := entry_shape_problem(entry)) is not None:
+            skipped[entry_id] = problem
+        else:
+            servable[entry_id] = entry
+    known.clear()
+    known.update(servable)
     if not skipped:
         return state
     kept = {k: v for k, v in state.entries.items() if k not in skipped}
@@ -575,14 +635,20 @@ class Transaction:
         """
         prefix = KIND_PREFIX[kind]
         highest = 0
-        for entry_id in {*self.entries, *self.state.entries}:
-            match = ID_PATTERN.match(entry_id)
-            if match and match.group(1) == prefix:
-                highest = max(highest, int(match.group(2)))
+        for entry_id in self.entries.keys() | self.state.entries.keys():
+            parts = _id_parts(entry_id)
+            if parts is not None and parts[0] == prefix:
+                highest = max(highest, parts[1])
         while True:
             candidate = f"{prefix}-{highest + 1:03d}-{secrets.token_hex(2)}"
             if candidate not in self.entries and candidate not in self.state.entries:
                 return candidate
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def _id_parts(entry_id: str) -> tuple[str, int] | None:
+    match = ID_PATTERN.match(entry_id)
+    return (match.group(1), int(match.group(2))) if match else None
 
 
 def parse_entries_document(data: bytes, path: str) -> State:
@@ -596,8 +662,10 @@ def parse_entries_document(data: bytes, path: str) -> State:
         seq=_int(meta.get("seq"), path),
         head=str(meta.get("head", journal.GENESIS)),
         journal_bytes=_int(meta.get("bytes"), path),
-        hand_edited=meta.get("entries_sha256") != _entries_digest(data),
     )
+    digest = _entries_digest(data)
+    state.source = digest or ""
+    state.hand_edited = meta.get("entries_sha256") != digest
     purged = doc.get("purged", {})
     if not isinstance(purged, dict):
         raise StoreError(f"{path}: 'purged' must be an object of purged ids")
@@ -621,7 +689,14 @@ def _entries_digest(data: bytes) -> str | None:
     at = data.find(_ENTRIES_MARKER)
     if at < 0:
         return None
-    return hashlib.sha256(data[at + len(_ENTRIES_MARKER) :]).hexdigest()
+    with memoryview(data) as view:  # no copy of a 10 MB tail
+        return hashlib.sha256(view[at + len(_ENTRIES_MARKER) :]).hexdigest()
+
+
+def _written_digest(data: bytes) -> str:
+    """The digest :func:`render_entries_document` put in ``data`` (what a parse computes)."""
+    at = data.find(_DIGEST_KEY)
+    return data[at + len(_DIGEST_KEY) : at + len(_DIGEST_KEY) + 64].decode() if at >= 0 else ""
 
 
 def _int(value: JSONValue, path: str) -> int:
@@ -630,23 +705,107 @@ def _int(value: JSONValue, path: str) -> int:
     return value
 
 
-def render_entries_document(state: State) -> bytes:
-    """Pretty, stable JSON: entries sorted by id with fields in model order, for hand edits,
-    carrying the digest that lets the next write notice a hand edit."""
-    document = {
-        "version": STORE_VERSION,
-        "journal": {
-            "seq": state.seq,
-            "head": state.head,
-            "bytes": state.journal_bytes,
-            "entries_sha256": _DIGEST_PLACEHOLDER,
-        },
-        "entries": [ordered(state.entries[key]) for key in sorted(state.entries)],
+def _line(value: JSONValue) -> bytes:
+    """One value on one line with readable separators, by the C encoder (``indent`` would
+    send ``json.dumps`` to the pure-Python one, which cost most of a write at 10,000 entries)."""
+    return json.dumps(value, ensure_ascii=False, separators=_SEPARATORS).encode()
+
+
+def render_entries_document(state: State, *, path: str | None = None) -> bytes:
+    """Stable JSON for hand edits: one entry per line, sorted by id, fields in model order,
+    carrying the digest that lets the next write notice a hand edit.
+
+    :param path: the file this is written to. Each entry's line is kept, with the value a
+        parse of that line gives, for the next render of that path, so a write encodes only
+        the entries it changed: stored entries are never changed in place (readers share
+        them), so an entry that is the same object as last time has the same line.
+    """
+    lines = _encoded(state, path)
+    meta: JSONObject = {
+        "seq": state.seq,
+        "head": state.head,
+        "bytes": state.journal_bytes,
+        "entries_sha256": _DIGEST_PLACEHOLDER,
     }
+    tail = _block(b"[", b"]", [line for _, line in lines.values()])
     if state.purged:
         # After the entries, so the digest that notices hand edits covers it too.
-        document["purged"] = {key: state.purged[key] for key in sorted(state.purged)}
-    data = (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
-    digest = _entries_digest(data)
-    assert digest is not None
-    return data.replace(_DIGEST_PLACEHOLDER.encode(), digest.encode(), 1)
+        purged = [_line(key) + b": " + _line(state.purged[key]) for key in sorted(state.purged)]
+        tail.append(b',\n  "purged": ')
+        tail.extend(_block(b"{", b"}", purged))
+    tail.append(b"\n}\n")
+    # The digest of what follows the marker, hashed part by part (no copy of the whole file).
+    hashed = hashlib.sha256()
+    for part in tail:
+        hashed.update(part)
+    meta["entries_sha256"] = hashed.hexdigest()
+    head = b'{\n  "version": %d,\n  "journal": ' % STORE_VERSION + _line(meta) + b","
+    return b"".join([head, _ENTRIES_MARKER, *tail])
+
+
+def _encoded(state: State, path: str | None) -> dict[str, tuple[JSONObject, bytes]]:
+    """Each entry, sorted by id, as a parse of its line gives it (the *canonical* value), with
+    the line; lines are reused from the last render of ``path`` for unchanged entries."""
+    previous = _LINES.get(path, {}) if path is not None else {}
+    if path is not None and not previous:
+        previous = _lines_on_disk(path)
+    lines: dict[str, tuple[JSONObject, bytes]] = {}
+    fresh: list[str] = []
+    for key in sorted(state.entries):
+        entry = state.entries[key]
+        cached = previous.get(key)
+        if cached is None or cached[0] is not entry:
+            fresh.append(key)
+            cached = (entry, _line(ordered(entry)))
+        lines[key] = cached
+    if fresh:
+        # One decode for all the new lines: what a reader parsing the file will hold.
+        values = json.loads(b"[" + b",".join(lines[key][1] for key in fresh) + b"]")
+        for key, value in zip(fresh, values, strict=True):
+            lines[key] = (value, lines[key][1])
+    if path is not None:
+        _LINES.clear()  # a process serves one store: keep only the latest file's lines
+        _LINES[path] = lines
+    return lines
+
+
+def _lines_on_disk(path: str) -> dict[str, tuple[JSONObject, bytes]]:
+    """The lines of the entry file as its writer left them, each with the parsed entry, when
+    this process holds that file's parse (see :meth:`Store._read_entries_cached`) and the file
+    is laid out one entry per line and not hand-edited; else nothing. A process's first write
+    then encodes only what it changes, and holds no second copy of every entry."""
+    cached = _PARSED.get(path)
+    if cached is None or cached[1].hand_edited or cached[1].duplicates:
+        return {}
+    try:
+        info = os.stat(path)
+        if cached[0] != (path, info.st_ino, info.st_size, info.st_mtime_ns):
+            return {}
+        data = fsutil.read_bytes(path)
+    except (OSError, StoreError):
+        return {}
+    entries = cached[1].entries
+    if data is None:
+        return {}
+    found = [line for line in data.split(b"\n") if line.startswith(_LINE_START)]
+    if len(found) != len(entries):
+        return {}
+    lines: dict[str, tuple[JSONObject, bytes]] = {}
+    for line, (key, value) in zip(found, entries.items(), strict=True):
+        body = line[4:-1] if line.endswith(b",") else line[4:]
+        if not body.startswith(_LINE_START[4:] + _line(key) + b", "):
+            return {}
+        lines[key] = (value, body)
+    return lines
+
+
+def _block(opening: bytes, closing: bytes, items: list[bytes]) -> list[bytes]:
+    """The parts of a bracketed block of one item per line, for one join of the file."""
+    if not items:
+        return [opening + closing]
+    parts = [opening + b"\n    "]
+    for item in items:
+        parts.append(item)
+        parts.append(b",\n    ")
+    parts[-1] = b"\n  " + closing
+    return parts

@@ -11,8 +11,9 @@ from ctxkeeper.core import times
 from ctxkeeper.core.errors import UsageError
 from ctxkeeper.core.model import KINDS, LIVE_STATUSES
 from ctxkeeper.core.scope import covers, relative_path, specificity
+from ctxkeeper.core.store import CACHE_DIR
 from ctxkeeper.core.text import terms
-from ctxkeeper.read import coverage
+from ctxkeeper.read import coverage, textindex
 from ctxkeeper.read.render import one_line
 from ctxkeeper.read.textindex import TextIndex
 
@@ -92,15 +93,35 @@ class _IndexCache:
 
     def __init__(self) -> None:
         self.state: State | None = None
+        self.warm = False
+        """An index was made in this process: later ones follow writes and are not saved."""
         self.entries: list[JSONObject] = []
         self.index = TextIndex()
 
-    def get(self, state: State) -> tuple[list[JSONObject], TextIndex]:
+    def get(self, state: State, cache_dir: str | None = None) -> tuple[list[JSONObject], TextIndex]:
         if state is not self.state:
+            # Let the old index go first: a server holds one index at a time, not two.
+            self.index, self.state = TextIndex(), None
             self.entries = [state.entries[k] for k in sorted(state.entries)]
-            self.index = TextIndex.build(self.entries)
-            self.state = state
+            key = state_key(state)
+            if cache_dir is None or key is None:
+                self.index = TextIndex.build(self.entries)
+            else:
+                # A cold process reads the index a previous one left (rebuilt when stale);
+                # a warm one that saw the store change rebuilds in memory, writing nothing.
+                save = not self.warm
+                self.index = textindex.load_or_build(self.entries, cache_dir, key, save=save)
+            self.state, self.warm = state, True
         return self.entries, self.index
+
+
+def state_key(state: State) -> str | None:
+    """What the text index of a store state depends on: the entry file's bytes (by digest),
+    the journal records folded over them, and which entries were left out as malformed."""
+    if not state.source:
+        return None
+    skipped = ",".join(sorted(state.skipped))
+    return f"{state.source}:{state.seq}:{state.head}:{len(state.entries)}:{skipped}"
 
 
 _CACHE = _IndexCache()
@@ -109,8 +130,14 @@ _CACHE = _IndexCache()
 def get_context(store: Store, arguments: Mapping[str, object]) -> JSONObject:
     """Rank entries for a query, a file path and tags; see DESIGN.md ``get_context``."""
     request = parse_query(arguments)
-    entries, index = _CACHE.get(store.load())
-    return rank(entries, index, request, root=store.root)
+    try:
+        entries, index = _CACHE.get(store.load(), store.path(CACHE_DIR))
+        return rank(entries, index, request, root=store.root)
+    except textindex.IndexCacheError:
+        # The index read from disk turned out bad on a term this query touched: rebuild.
+        _CACHE.state = None
+        entries, index = _CACHE.get(store.load())  # no cache_dir: built in memory
+        return rank(entries, index, request, root=store.root)
 
 
 def rank(

@@ -12,6 +12,7 @@ from ctxkeeper.core.text import fingerprint
 from ctxkeeper.write.similarity import (
     matching_tombstone,
     possible_supersession,
+    shortlist,
     similar_entries,
     statement,
 )
@@ -70,7 +71,9 @@ def check_candidate(
     clean = clean_fields(kind, fields, floors, root=root, notes=notes)
     check_fields(clean)
     candidate: JSONObject = {"kind": kind, **clean}
-    others = [entry for entry in stored if entry.get("id") not in exclude]
+    # Only the entries that can score high enough for any check below: the same findings as
+    # comparing with every stored entry, without scoring thousands of unrelated ones.
+    others = [entry for entry in shortlist(candidate, stored) if entry.get("id") not in exclude]
     if purged:
         digest = value_digest(candidate)
         for purged_id, record in purged.items():

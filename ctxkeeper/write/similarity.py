@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from array import array
+from collections import Counter
 from functools import lru_cache
 from types import MappingProxyType
 from typing import Final, Literal, TypedDict
@@ -19,16 +21,19 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RESTATEMENT_THRESHOLD",
+    "SHORTLIST_FLOOR",
     "SIMILAR_THRESHOLD",
     "SUPERSESSION_THRESHOLD",
     "TOMBSTONE_THRESHOLD",
     "Label",
     "SimilarEntry",
+    "SimilarityIndex",
     "classify",
     "different_choice",
     "entry_text",
     "matching_tombstone",
     "possible_supersession",
+    "shortlist",
     "similar_entries",
     "similarity",
     "statement",
@@ -120,6 +125,23 @@ def _grams(term: str) -> frozenset[str]:
         padded = f" {term} "
         grams = _gram_cache[term] = frozenset(padded[i : i + 3] for i in range(len(padded) - 2))
     return grams
+
+
+def _uncached_text(entry: Mapping[str, object], table: Mapping[str, tuple[str, ...]]) -> str:
+    """:func:`statement` (``_PRIMARY``) or the secondary text (``_SECONDARY``), uncached."""
+    values = (entry.get(field) for field in table.get(str(entry.get("kind")), ()))
+    return ". ".join(comparable(value) for value in values if isinstance(value, str) and value)
+
+
+def _uncached_features(text: str) -> _Features:
+    """:func:`_features` without filling its caches: the index computes each stored entry's
+    features once and keeps only the postings, so caching them would double its memory."""
+    words = frozenset(terms(text))
+    grams: set[str] = set()
+    for word in words:
+        padded = f" {word} "
+        grams.update(padded[i : i + 3] for i in range(len(padded) - 2))
+    return words, frozenset(grams)
 
 
 # Keyed on the text itself, so an edited entry gets fresh features and identical texts share
@@ -535,3 +557,154 @@ def possible_supersession(
             hits.append((score, str(entry.get("id"))))
     hits.sort(key=lambda hit: (-hit[0], hit[1]))
     return [entry_id for _, entry_id in hits]
+
+
+# ------------------------------------------------------------------ candidate generation
+
+#: The lowest score any check acts on: the typo-tolerant tombstone check looks at pairs from
+#: :data:`_TYPO_CANDIDATES_MIN_SCORE` up, the other checks start higher.
+SHORTLIST_FLOOR: Final[float] = min(
+    _TYPO_CANDIDATES_MIN_SCORE, TOMBSTONE_THRESHOLD, SIMILAR_THRESHOLD, SUPERSESSION_THRESHOLD
+)
+#: Below this many stored entries a plain scan is about as fast, and the index is not built.
+INDEX_MIN_ENTRIES: Final = 32
+_SLACK: Final = 1e-9
+
+
+class SimilarityIndex:
+    """An inverted index of the stored entries' primary-field words and trigrams.
+
+    :meth:`shortlist` returns, in their given order, the entries that *can* score at least a
+    floor against a candidate, from overlap counts alone: every other entry provably scores
+    below it, so the checks give the same answers as a scan of every entry (the similarity
+    evals hold them to it). Kept warm between writes and brought up to date by entry
+    identity: a stored entry is replaced on change, never changed in place.
+    """
+
+    def __init__(self) -> None:
+        self._docs: dict[str, tuple[Mapping[str, object], int]] = {}
+        self._ids: dict[int, str] = {}
+        self._words: dict[str, array[int]] = {}
+        self._grams: dict[str, array[int]] = {}
+        self._sizes: dict[int, tuple[int, int, bool]] = {}
+        self._empty: set[int] = set()
+        self._prints: dict[str, set[int]] = {}
+        self._next = 0
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def sync(self, stored: Sequence[Mapping[str, object]]) -> bool:
+        """Index exactly these entries; False (nothing indexed) when one has no string id or
+        two share one, so the caller scans instead."""
+        seen: set[str] = set()
+        for entry in stored:
+            entry_id = entry.get("id")
+            if not isinstance(entry_id, str) or entry_id in seen:
+                return False
+            seen.add(entry_id)
+            known = self._docs.get(entry_id)
+            if known is not None and known[0] is entry:
+                continue
+            if known is not None:
+                self._remove(entry_id)
+            self._add(entry_id, entry)
+        for entry_id in [i for i in self._docs if i not in seen]:
+            self._remove(entry_id)
+        return True
+
+    def _add(self, entry_id: str, entry: Mapping[str, object]) -> None:
+        doc = self._next
+        self._next += 1
+        text = _uncached_text(entry, _PRIMARY)
+        words, grams = _uncached_features(text)
+        self._docs[entry_id] = (entry, doc)
+        self._ids[doc] = entry_id
+        self._sizes[doc] = (len(words), len(grams), bool(_uncached_text(entry, _SECONDARY)))
+        if not grams:
+            self._empty.add(doc)
+        for word in words:
+            self._words.setdefault(word, array("i")).append(doc)
+        for gram in grams:
+            self._grams.setdefault(gram, array("i")).append(doc)
+        if text and entry.get("status") in TOMBSTONE_STATUSES:
+            self._prints.setdefault(_fingerprint(text), set()).add(doc)
+
+    def _remove(self, entry_id: str) -> None:
+        entry, doc = self._docs.pop(entry_id)
+        del self._ids[doc], self._sizes[doc]
+        self._empty.discard(doc)
+        text = _uncached_text(entry, _PRIMARY)
+        words, grams = _uncached_features(text)
+        for table, keys in ((self._words, words), (self._grams, grams)):
+            for key in keys:
+                postings = table[key]
+                postings.remove(doc)
+                if not postings:
+                    del table[key]
+        if text and entry.get("status") in TOMBSTONE_STATUSES:
+            docs = self._prints.get(_fingerprint(text), set())
+            docs.discard(doc)
+            if not docs:
+                self._prints.pop(_fingerprint(text), None)
+
+    def shortlist(
+        self, candidate: Mapping[str, object], floor: float = SHORTLIST_FLOOR
+    ) -> set[str] | None:
+        """The ids of the indexed entries that can score ``floor`` or more against the
+        candidate, with every tombstone of the same fingerprint; None: scan them all.
+
+        A score is the primary fields' blend ``p`` of word and trigram Dice, refined to
+        ``0.8 p + 0.2 q`` when both sides have secondary text (``q`` at most 1), so an entry
+        needs ``p`` (or ``0.8 p + 0.2``) to reach the floor, and ``p`` follows from how many
+        words and trigrams it shares with the candidate, which the postings count.
+        """
+        text = statement(candidate)
+        words, grams = _features(text)
+        if not grams:
+            return None
+        shared_words: Counter[int] = Counter()
+        for word in words:
+            postings = self._words.get(word)
+            if postings is not None:
+                shared_words.update(postings)
+        shared_grams: Counter[int] = Counter()
+        for gram in grams:
+            postings = self._grams.get(gram)
+            if postings is not None:
+                shared_grams.update(postings)
+        refined = bool(_secondary_text(candidate))
+        size_w, size_g = len(words), len(grams)
+        keep = set(self._empty)
+        keep.update(self._prints.get(_fingerprint(text), ()))
+        for doc, overlap in shared_grams.items():
+            doc_w, doc_g, doc_refined = self._sizes[doc]
+            dice_w = 2 * shared_words[doc] / (size_w + doc_w) if doc_w else 0.0
+            primary = _TERM_WEIGHT * dice_w + (1 - _TERM_WEIGHT) * 2 * overlap / (size_g + doc_g)
+            if refined and doc_refined:
+                primary = _PRIMARY_WEIGHT * primary + (1 - _PRIMARY_WEIGHT)
+            if primary >= floor - _SLACK:
+                keep.add(doc)
+        return {self._ids[doc] for doc in keep}
+
+
+_INDEX = SimilarityIndex()
+
+
+def shortlist(
+    candidate: Mapping[str, object], stored: Iterable[Mapping[str, object]]
+) -> list[Mapping[str, object]]:
+    """The stored entries, in their order, that can matter to any check of the candidate.
+
+    The same answers as passing every stored entry to :func:`similar_entries`,
+    :func:`matching_tombstone` and :func:`possible_supersession`, at the cost of the few
+    plausible ones: a process-wide :class:`SimilarityIndex` (built on first use, kept warm
+    in the server) proposes them. Small stores are returned whole.
+    """
+    entries = list(stored)
+    if len(entries) < INDEX_MIN_ENTRIES or not _INDEX.sync(entries):
+        return entries
+    keep = _INDEX.shortlist(candidate)
+    if keep is None:
+        return entries
+    return [entry for entry in entries if entry.get("id") in keep]

@@ -1,0 +1,293 @@
+"""Benchmark: ctxkeeper beside Context Keeper 0.19 on the same entries, every ratio in one run.
+
+Run ``python bench/peer.py [--sizes 100,1000,10000] [--runs 21] [--writes 21]``; the
+100,000-entry row is ``--sizes 100000`` (it takes a while: both stores are built first).
+
+Both systems run on the same interpreter from equally clean venvs (see ``bench/_common.py``;
+the peer is installed from PyPI into ``.cache/``, never vendored). For each size the same
+varied entries are written into a ctxkeeper store (through the real write path) and into the
+peer's store files; then, interleaved round by round so machine load falls on both alike:
+
+- warm server: ``get_context`` (a query) and ``record_entry`` over MCP stdio, one long-running
+  server each, after one warm-up call of each; median and p95 in ms, and peak RSS (VmHWM);
+- one-shot CLI: ``ctxkeeper search`` beside the peer's ``context-keeper get_context``, whole
+  process, after one warm-up run (which leaves our on-disk text index);
+- start-up: spawn to the ``initialize`` reply and to the ``tools/list`` reply, beside
+  ``python3 -c pass`` (the base interpreter) and ``python3 -c pass`` in a clean venv.
+
+Ratios are ours / peer (below 1.00x: ctxkeeper is faster or smaller), each the median of the
+per-round ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _common
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ctxkeeper.core._types import JSONObject
+
+QUERIES = [
+    "can I retry the charge call in the checkout worker?",
+    "how do we deploy a new build of the payments service?",
+    "which column type for money amounts?",
+    "what is our Postgres backup retention policy?",
+    "GPU quota for the training cluster",
+    "nightly reload of the orders tables",
+    "how are secrets rotated for the mobile backend?",
+]
+INITIALIZE: JSONObject = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {},
+    "clientInfo": {"name": "bench", "version": "0"},
+}
+
+
+class Server:
+    """One MCP server over stdio, spoken to one request at a time."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: str) -> None:
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=cwd
+        )
+        self.next_id = 0
+
+    def call(self, method: str, params: JSONObject) -> JSONObject:
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        self.next_id += 1
+        request = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+        self.proc.stdin.write(json.dumps(request).encode() + b"\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        reply = json.loads(line)
+        if "result" not in reply:
+            raise SystemExit(f"{method} failed: {line[:300]!r}")
+        result = reply["result"]
+        assert isinstance(result, dict)
+        return result
+
+    def notify(self, method: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": method}).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def tool(self, name: str, arguments: JSONObject) -> tuple[float, JSONObject]:
+        started = time.perf_counter()
+        result = self.call("tools/call", {"name": name, "arguments": arguments})
+        elapsed = time.perf_counter() - started
+        if result.get("isError"):
+            raise SystemExit(f"{name} failed: {json.dumps(result)[:400]}")
+        return elapsed, result
+
+    def peak_rss_mb(self) -> float:
+        with open(f"/proc/{self.proc.pid}/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def ours_server(python: str, project: str) -> list[str]:
+    return [python, "-m", "ctxkeeper.mcp.server", "--project-dir", project]
+
+
+def peer_server(python: str) -> list[str]:
+    return [python, os.path.join(_common.peer_site(), "server.py")]
+
+
+def peer_arguments(kind: str, fields: JSONObject) -> JSONObject:
+    """The peer's record_entry arguments for the same entry."""
+    entry = _common.peer_entry(0, kind, fields, "")
+    wanted = {
+        "decision": ("summary", "problem", "why_chosen", "tags"),
+        "constraint": ("rule", "reason", "scope", "hardness", "tags"),
+        "pipeline": ("name", "purpose", "steps", "tags"),
+    }[kind]
+    return {"kind": kind, **{key: entry[key] for key in wanted}}
+
+
+def _p95(samples: list[float]) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def _ratio(ours: list[float], peer: list[float]) -> float:
+    return statistics.median(o / p for o, p in zip(ours, peer, strict=True))
+
+
+def _whole(argv: list[str], env: dict[str, str], cwd: str) -> float:
+    started = time.perf_counter()
+    subprocess.run(argv, env=env, cwd=cwd, check=True, capture_output=True)
+    return time.perf_counter() - started
+
+
+def measure(size: int, runs: int, writes: int, workdir: str) -> dict[str, float]:
+    ours_py, peer_py = _common.ours_venv(), _common.peer_venv()
+    varied = _common.Varied()
+    items = [varied.fields(n) for n in range(size + writes + 1)]
+    ours_dir = os.path.join(workdir, f"ours-{size}")
+    peer_dir = os.path.join(workdir, f"peer-{size}")
+    os.makedirs(ours_dir)
+    os.makedirs(peer_dir)
+    _common.build_ours(ours_dir, items[:size])
+    _common.build_peer(peer_dir, items[:size])
+    ours_env = _common.clean_env(HOME=ours_dir)
+    peer_env = _common.clean_env(HOME=peer_dir, CONTEXT_KEEPER_PROJECT=peer_dir)
+    ours = Server(ours_server(ours_py, ours_dir), ours_env, ours_dir)
+    peer = Server(peer_server(peer_py), peer_env, peer_dir)
+    row: dict[str, float] = {"size": size}
+    try:
+        for server in (ours, peer):
+            server.call("initialize", INITIALIZE)
+            server.notify("notifications/initialized")
+            server.tool("get_context", {"query": QUERIES[0]})
+        # First writes: our server builds its similarity index, both write their files once.
+        kind, fields = items[size]
+        ours.tool("record_entry", {"kind": kind, **fields})
+        peer.tool("record_entry", peer_arguments(kind, fields))
+        reads: dict[str, list[float]] = {"ours": [], "peer": []}
+        for n in range(runs):
+            query = QUERIES[n % len(QUERIES)]
+            reads["ours"].append(ours.tool("get_context", {"query": query})[0])
+            reads["peer"].append(peer.tool("get_context", {"query": query})[0])
+        wrote: dict[str, list[float]] = {"ours": [], "peer": []}
+        for n in range(writes):
+            kind, fields = items[size + 1 + n]
+            wrote["ours"].append(ours.tool("record_entry", {"kind": kind, **fields})[0])
+            wrote["peer"].append(peer.tool("record_entry", peer_arguments(kind, fields))[0])
+        # A read after the writes: the warm server must not have lost its footing.
+        ours.tool("get_context", {"query": QUERIES[1]})
+        peer.tool("get_context", {"query": QUERIES[1]})
+        row["rss_ours"], row["rss_peer"] = ours.peak_rss_mb(), peer.peak_rss_mb()
+    finally:
+        ours.close()
+        peer.close()
+    for name, samples in (("read", reads), ("write", wrote)):
+        for who in ("ours", "peer"):
+            row[f"{name}_{who}"] = statistics.median(samples[who]) * 1000
+            row[f"{name}_{who}_p95"] = _p95(samples[who]) * 1000
+        row[f"{name}_ratio"] = _ratio(samples["ours"], samples["peer"])
+    # One-shot CLI: a fresh process per question.
+    ours_cli = [ours_py, "-m", "ctxkeeper", "search", QUERIES[0], "--project-dir", ours_dir]
+    peer_cli = [peer_py, peer_server(peer_py)[1], "get_context", json.dumps({"query": QUERIES[0]})]
+    _whole([*ours_cli, "--json"], ours_env, ours_dir)  # warm-up: leaves the on-disk index
+    _whole(peer_cli, peer_env, peer_dir)
+    cli: dict[str, list[float]] = {"ours": [], "peer": []}
+    for _ in range(max(3, runs // 3)):
+        cli["ours"].append(_whole([*ours_cli, "--json"], ours_env, ours_dir))
+        cli["peer"].append(_whole(peer_cli, peer_env, peer_dir))
+    row["cli_ours"] = statistics.median(cli["ours"]) * 1000
+    row["cli_peer"] = statistics.median(cli["peer"]) * 1000
+    row["cli_ratio"] = _ratio(cli["ours"], cli["peer"])
+    row["rss_ratio"] = row["rss_ours"] / row["rss_peer"]
+    return row
+
+
+def _spawn_to(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, float]:
+    """Seconds from spawn to the initialize reply, and to the tools/list reply after it."""
+    started = time.perf_counter()
+    server = Server(argv, env, cwd)
+    server.call("initialize", INITIALIZE)
+    first = time.perf_counter() - started
+    server.notify("notifications/initialized")
+    tools = server.call("tools/list", {})
+    listed = time.perf_counter() - started
+    server.close()
+    assert tools.get("tools"), tools
+    return first, listed
+
+
+def startup(runs: int, workdir: str) -> dict[str, float]:
+    ours_py, peer_py = _common.ours_venv(), _common.peer_venv()
+    ours_dir, peer_dir = os.path.join(workdir, "start-ours"), os.path.join(workdir, "start-peer")
+    os.makedirs(ours_dir)
+    os.makedirs(peer_dir)
+    _common.build_ours(ours_dir, [])
+    _common.build_peer(peer_dir, [])
+    ours_env = _common.clean_env(HOME=ours_dir)
+    peer_env = _common.clean_env(HOME=peer_dir, CONTEXT_KEEPER_PROJECT=peer_dir)
+    names = ("pass", "venv_pass", "ours_init", "ours_list", "peer_init", "peer_list")
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for _ in range(runs):
+        samples["pass"].append(_whole([_common.PYTHON, "-c", "pass"], ours_env, ours_dir))
+        samples["venv_pass"].append(_whole([ours_py, "-c", "pass"], ours_env, ours_dir))
+        first, listed = _spawn_to(ours_server(ours_py, ours_dir), ours_env, ours_dir)
+        samples["ours_init"].append(first)
+        samples["ours_list"].append(listed)
+        first, listed = _spawn_to(peer_server(peer_py), peer_env, peer_dir)
+        samples["peer_init"].append(first)
+        samples["peer_list"].append(listed)
+    row = {name: statistics.median(values) * 1000 for name, values in samples.items()}
+    row["init_ratio"] = _ratio(samples["ours_init"], samples["peer_init"])
+    row["list_ratio"] = _ratio(samples["ours_list"], samples["peer_list"])
+    return row
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100,1000,10000")
+    parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument("--writes", type=int, default=21)
+    parser.add_argument("--startup-runs", type=int, default=15, help="0: skip start-up")
+    args = parser.parse_args(argv)
+    version = subprocess.check_output([_common.PYTHON, "--version"], text=True).strip()
+    print(f"python3: {version} ({_common.PYTHON}); peer: {_common.PEER_SPEC}")
+    print(
+        f"{args.runs} reads and {args.writes} writes per size; ratio = ours / peer, median of rounds"
+    )
+    print()
+    print(
+        "| entries | get_context median / p95 (ours) | (peer) | ratio "
+        "| record_entry median / p95 (ours) | (peer) | ratio "
+        "| one-shot search (ours) | (peer) | ratio | peak RSS ours / peer | ratio |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory(prefix="ctxk-peer-bench-") as workdir:
+        for size in (int(s) for s in args.sizes.split(",")):
+            r = measure(size, args.runs, args.writes, workdir)
+            print(
+                f"| {size:,} | {r['read_ours']:.1f} / {r['read_ours_p95']:.1f} ms "
+                f"| {r['read_peer']:.1f} / {r['read_peer_p95']:.1f} ms | {r['read_ratio']:.2f}x "
+                f"| {r['write_ours']:.1f} / {r['write_ours_p95']:.1f} ms "
+                f"| {r['write_peer']:.1f} / {r['write_peer_p95']:.1f} ms | {r['write_ratio']:.2f}x "
+                f"| {r['cli_ours']:.0f} ms | {r['cli_peer']:.0f} ms | {r['cli_ratio']:.2f}x "
+                f"| {r['rss_ours']:.0f} / {r['rss_peer']:.0f} MB | {r['rss_ratio']:.2f}x |",
+                flush=True,
+            )
+        if args.startup_runs > 0:
+            s = startup(args.startup_runs, workdir)
+            print()
+            print(
+                "| start-up | `python3 -c pass` | venv `python3 -c pass` | initialize (ours) "
+                "| (peer) | ratio | tools/list (ours) | (peer) | ratio |"
+            )
+            print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+            print(
+                f"| spawn to reply | {s['pass']:.1f} ms | {s['venv_pass']:.1f} ms "
+                f"| {s['ours_init']:.1f} ms | {s['peer_init']:.1f} ms | {s['init_ratio']:.2f}x "
+                f"| {s['ours_list']:.1f} ms | {s['peer_list']:.1f} ms | {s['list_ratio']:.2f}x |"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
