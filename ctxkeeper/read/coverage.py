@@ -113,7 +113,7 @@ def query_terms(query: str, index: TextIndex) -> list[QueryTerm]:
     unseen = UNSEEN_SCALE * math.log(1.0 + (count + 0.5) / 0.5)
     out = []
     for term, word in found.items():
-        frequency = len(index.postings.get(term, ()))
+        frequency = index.doc_frequency(term)
         weight = index.idf(term) if frequency else unseen
         filler = term in FILLER
         minor = len(word) <= 2 or word.isdigit()

@@ -96,11 +96,14 @@ class TextIndex:
         index.average_length = (sum(index.lengths) / len(index.lengths)) if index.lengths else 1.0
         return index
 
-    def idf(self, term: str) -> float:
-        n = len(self.ids)
+    def doc_frequency(self, term: str) -> int:
+        """How many entries hold ``term``."""
         posting = self.postings.get(term)
-        df = len(posting[0]) if posting is not None else 0
-        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        return len(posting[0]) if posting is not None else 0
+
+    def idf(self, term: str) -> float:
+        df = self.doc_frequency(term)
+        return math.log(1.0 + (len(self.ids) - df + 0.5) / (df + 0.5))
 
     def expansions(self, term: str) -> list[tuple[str, float]]:
         """Index terms a query term matches: itself, and terms it is a prefix of (or that are a
