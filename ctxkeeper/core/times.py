@@ -14,6 +14,10 @@ from typing import Final
 
 from ctxkeeper.core.errors import UsageError, ValidationError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 #: The earliest accepted instant: nothing a coding agent records predates the Unix epoch.
 EARLIEST: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # dec-012-3850: the accepted range and why.
@@ -170,7 +174,7 @@ def check_window(valid_from: object, valid_until: object) -> None:
         )
 
 
-def is_valid_at(entry: dict[str, object], instant: datetime) -> bool:
+def is_valid_at(entry: Mapping[str, object], instant: datetime) -> bool:
     """True when ``instant`` lies in ``[valid_from, valid_until]`` (bare dates cover their day)."""
     start = parse_stored_bound(entry.get("valid_from"), end_of_day=False)
     if start is not None and instant < start:

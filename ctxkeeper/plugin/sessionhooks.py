@@ -43,7 +43,7 @@ def _live_constraints(store: Store) -> list[JSONObject]:
         for entry in store.load().entries.values()
         if entry.get("kind") == "constraint"
         and entry.get("status") == "active"
-        and times.is_valid_at(dict(entry), instant)
+        and times.is_valid_at(entry, instant)
     ]
 
 

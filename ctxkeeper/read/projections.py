@@ -90,9 +90,7 @@ class RulesProjection:
 
 def in_force(entries: Iterable[Entry], instant: datetime) -> list[Entry]:
     """Active entries valid at ``instant``, by id: what a person approved and holds today."""
-    chosen = [
-        e for e in entries if e.get("status") == "active" and times.is_valid_at(dict(e), instant)
-    ]
+    chosen = [e for e in entries if e.get("status") == "active" and times.is_valid_at(e, instant)]
     return sorted(chosen, key=lambda e: str(e.get("id")))
 
 

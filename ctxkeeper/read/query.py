@@ -108,7 +108,7 @@ def build_filters(
         filters.append(lambda e: e.get("superseded_by") in superseded_by)
     as_of = _time(arguments, "as_of")
     if as_of is not None:
-        filters.append(lambda e: times.is_valid_at(dict(e), as_of))
+        filters.append(lambda e: times.is_valid_at(e, as_of))
     return filters
 
 

@@ -153,10 +153,15 @@ def rank(
     # id -> (score, the entry whose coverage of the query is its relevance, share of it).
     scored: dict[str, _Scored] = {}
     structural: dict[str, float] = {}
+    # Without tags or a path, only entries the text matched can score: skip the rest before
+    # the validity check, which would otherwise run over the whole store for every query.
+    text_only = not request.tags and rel_path is None
     for doc, entry in enumerate(entries):
+        text = text_scores.get(doc, 0.0)
+        if text_only and text <= 0:
+            continue
         if not _eligible(entry, request, instant):
             continue
-        text = text_scores.get(doc, 0.0)
         tag_hits = len(set(request.tags) & {str(t) for t in _list(entry.get("tags"))})
         scopes = [str(s) for s in _list(entry.get("scope"))]
         # dec-004-3b48: only an explicit scope ties an entry to a file; project-wide entries are reached
@@ -216,7 +221,7 @@ def _eligible(entry: Mapping[str, JSONValue], request: ContextQuery, instant: da
         return False
     if request.include_history:
         return True
-    return entry.get("status") in LIVE_STATUSES and times.is_valid_at(dict(entry), instant)
+    return entry.get("status") in LIVE_STATUSES and times.is_valid_at(entry, instant)
 
 
 def _structural_relevance(tag_hits: int, covered: bool) -> float:

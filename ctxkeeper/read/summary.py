@@ -40,9 +40,7 @@ def project_summary(
     budget = token_budget or store.config().summary_budget
     entries = list(store.load().entries.values())
     instant = times.now()
-    live_now = [
-        e for e in entries if e.get("status") == "active" and times.is_valid_at(dict(e), instant)
-    ]
+    live_now = [e for e in entries if e.get("status") == "active" and times.is_valid_at(e, instant)]
     counts: JSONObject = {
         kind: {s: n for s in STATUSES if (n := _count(entries, kind, s))} for kind in KINDS
     }
