@@ -197,8 +197,8 @@ def auto_refresh(
     try:
         identity = _identity(target)
         old = fsutil.read_bytes(target)
-        # Patch only a file written just before these records: one a failed or killed refresh
-        # left behind would otherwise miss that write's events for good.
+        # Patch only a file written just before these records (con-022-8d85): one a failed or
+        # killed refresh left behind would otherwise miss that write's events for good.
         if (
             committed
             and old is not None

@@ -712,8 +712,8 @@ def _line(value: JSONValue) -> bytes:
 
 
 def render_entries_document(state: State, *, path: str | None = None) -> bytes:
-    """Stable JSON for hand edits: one entry per line, sorted by id, fields in model order,
-    carrying the digest that lets the next write notice a hand edit.
+    """Stable JSON for hand edits: one entry per line (dec-024-d431), sorted by id, fields in
+    model order, carrying the digest that lets the next write notice a hand edit.
 
     :param path: the file this is written to. Each entry's line is kept, with the value a
         parse of that line gives, for the next render of that path, so a write encodes only

@@ -82,7 +82,8 @@ def _order(record: Record) -> tuple[int, int, str]:
 
 
 def _drift_note(entry_id: str, drifted: dict[str, int], orphaned: set[str]) -> str:
-    """A few words on a drifted constraint, from the drift cache (the hook never runs git)."""
+    """A few words on a drifted constraint, from the drift cache (the hook never runs git:
+    con-021-bed7)."""
     notes = []
     count = drifted.get(entry_id)
     if count:

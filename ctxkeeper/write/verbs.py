@@ -305,7 +305,7 @@ def verify_entry(store: Store, entry_id: str, *, actor: JSONObject) -> JSONObjec
     """Record that an entry still holds at HEAD: ``verified_at`` now, ``verified_sha`` HEAD's
     commit (null outside git), journaled as ``verify``.
 
-    It changes no text, so it keeps the ``revision`` (a concurrent edit in another clone, a
+    It changes no text, so it keeps the ``revision`` (dec-023-a24c; a concurrent edit in another clone, a
     higher revision, wins over it: the old text's verification does not carry to the new) and
     ``updated_at``, and the review policy does not hold it back: the agent may verify a
     person's entry directly. Superseded and retired entries are refused.
