@@ -18,7 +18,6 @@ venv under ``.cache/``, never copied) on the same constraints, written in its ow
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import statistics
@@ -30,34 +29,17 @@ import uuid
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _common
 
 from ctxkeeper.core import times
 from ctxkeeper.core.model import clean_fields, contract_floors, new_entry
 from ctxkeeper.core.store import Store
 from ctxkeeper.write.verbs import user_actor
 
-PEER_SPEC = "context-keeper-mcp==0.19.*"
-PEER_VENV = os.path.join(ROOT, ".cache", "peer-ck019")
 HOOK = os.path.join(ROOT, "hooks", "pre_tool_use.py")
-
-
-def _real_python3() -> str:
-    """The interpreter ``python3`` on PATH resolves to, by its own path.
-
-    Version managers put a shell-script shim first on PATH (pyenv's costs ~100 ms a start here),
-    which would inflate the baseline and flatter every ratio; all three commands run the real
-    binary instead.
-    """
-    found = subprocess.run(
-        ["python3", "-c", "import sys; print(sys.executable)"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return found.stdout.strip() or "python3"
-
-
-PYTHON = _real_python3()
+PYTHON = _common.PYTHON
 
 
 def _hook_flags() -> list[str]:
@@ -73,18 +55,9 @@ FLAGS = _hook_flags()
 
 
 def peer_hook() -> str:
-    """Install the peer into a scratch venv (once) and return its scope_guard.py."""
-    found = glob.glob(
-        os.path.join(PEER_VENV, "lib", "python*", "site-packages", "hooks", "scope_guard.py")
-    )
-    if not found:
-        subprocess.run([PYTHON, "-m", "venv", PEER_VENV], check=True)
-        pip = os.path.join(PEER_VENV, "bin", "pip")
-        subprocess.run([pip, "install", "--quiet", PEER_SPEC], check=True)
-        found = glob.glob(
-            os.path.join(PEER_VENV, "lib", "python*", "site-packages", "hooks", "scope_guard.py")
-        )
-    return found[0]
+    """Install the peer into its scratch venv (once) and return its scope_guard.py."""
+    _common.peer_venv()
+    return os.path.join(_common.peer_site(), "hooks", "scope_guard.py")
 
 
 def _scope(n: int) -> str:
@@ -213,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     peer = peer_hook()
     version = subprocess.check_output([PYTHON, "--version"], text=True).strip()
     print(f"python3: {version} ({PYTHON})")
-    print(f"peer: {PEER_SPEC} at {peer}")
+    print(f"peer: {_common.PEER_SPEC} at {peer}")
     flags = " ".join(FLAGS)
     print(f"median of {args.runs} rounds, whole-process wall time; ratio = median per-round ratio")
     print(f"both hooks run as `python3 {flags} HOOK`, the way hooks/hooks.json starts ours")
