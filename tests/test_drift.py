@@ -606,3 +606,53 @@ class TestHead:
         commits = gitlog.parse_log(good + b"\x1enot-a-header\0M\0b\0")
         assert [c.sha for c in commits] == [sha]
         assert commits[0].paths == ["src/a.py"]
+
+
+class TestGitReadsAreHardened:
+    """What the review of the drift code found: each read stands on the project's own
+    repository, within its time, and never passes a short or foreign answer for the truth."""
+
+    def test_a_large_packed_refs_is_read_whole(self, repo: Path) -> None:
+        head = git(repo, "rev-parse", "HEAD")
+        git(repo, "checkout", "-q", "-b", "zz-last")
+        refs = "".join(f"{head} refs/heads/branch-{n:05d}\n" for n in range(1500))
+        packed = repo / ".git" / "packed-refs"
+        packed.write_text(
+            f"# pack-refs with: peeled fully-peeled sorted\n{refs}{head} refs/heads/zz-last\n"
+        )
+        (repo / ".git" / "refs" / "heads" / "zz-last").unlink()
+        assert packed.stat().st_size > 64 * 1024
+        assert githead.read_head(str(repo)) == head == git(repo, "rev-parse", "HEAD")
+
+    def test_an_inherited_git_dir_does_not_redirect_the_pass(
+        self, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        other = new_repo(tmp_path / "other")
+        commit(other, "elsewhere", {"src/auth/x.py": "x\n"})
+        store = Store.open(str(repo))
+        entry_id = add(store, ["src/auth/"], "Sessions expire after thirty minutes idle")
+        commit(repo, "touch auth", {"src/auth/login.py": "login = 2\n"})
+        monkeypatch.setenv("GIT_DIR", str(other / ".git"))  # as inside a git hook
+        result = by_id(check_drift(store))[entry_id]
+        assert [c["subject"] for c in result["commits"]] == ["touch auth"]
+
+    def test_a_spent_time_budget_stops_git_before_it_starts(self, repo: Path) -> None:
+        assert gitlog.probe(str(repo)).head is not None  # the control: within no budget
+        with gitlog.within(0.0), pytest.raises(gitlog.GitError, match="ran out"):
+            gitlog.probe(str(repo))
+        assert gitlog.probe(str(repo)).head is not None  # the budget ends with the block
+
+    def test_unreadable_log_output_is_an_error_not_an_empty_history(
+        self, repo: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        commits = gitlog.log(str(repo), [git(repo, "rev-parse", "HEAD")], relative=False)
+        assert [c.subject for c in commits] == ["start"]
+
+        class Broken(gitlog._LogParser):
+            def finish(self) -> list[gitlog.Commit]:
+                self.broken = True
+                return []
+
+        monkeypatch.setattr(gitlog, "_LogParser", Broken)
+        with pytest.raises(gitlog.GitError, match="could not read"):
+            gitlog.log(str(repo), [git(repo, "rev-parse", "HEAD")], relative=False)

@@ -25,12 +25,23 @@ def _is_sha(text: str) -> bool:
     return len(text) in (40, 64) and _HEX.issuperset(text)
 
 
-def _read(path: str) -> str | None:
+#: A ``packed-refs`` of many branches is large; past this, git is asked instead.
+_MAX_PACKED = 1 << 24
+
+
+class _TooLargeError(Exception):
+    """A file was larger than this reader reads: the answer is ``UNKNOWN``, never a guess."""
+
+
+def _read(path: str, limit: int = _MAX_READ) -> str | None:
     try:
         with open(path, "rb") as handle:
-            return handle.read(_MAX_READ).decode("utf-8", "replace")
+            data = handle.read(limit + 1)
     except OSError:
         return None
+    if len(data) > limit:
+        raise _TooLargeError(path)
+    return data.decode("utf-8", "replace")
 
 
 def find_git_dir(root: str) -> str | None:
@@ -54,7 +65,7 @@ def find_git_dir(root: str) -> str | None:
 
 
 def _packed(common: str, ref: str) -> str | None:
-    text = _read(os.path.join(common, "packed-refs"))
+    text = _read(os.path.join(common, "packed-refs"), _MAX_PACKED)
     if not text:
         return None
     for line in text.splitlines():
@@ -69,6 +80,13 @@ def _packed(common: str, ref: str) -> str | None:
 def read_head(root: str) -> str | None:
     """HEAD's commit sha; None when there is no repository or no commit yet; ``UNKNOWN`` when
     the layout cannot be read as data."""
+    try:
+        return _read_head(root)
+    except _TooLargeError:
+        return UNKNOWN
+
+
+def _read_head(root: str) -> str | None:
     git_dir = find_git_dir(root)
     if git_dir is None:
         return None

@@ -7,6 +7,7 @@ neither can contain, and file names are taken by position, never by their look.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -17,7 +18,7 @@ from typing import Final, TypeGuard
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable, Iterator, Sequence
 
 #: Seconds before a git call is given up on (the log of a large repository included).
 PROBE_TIMEOUT: Final = 10.0
@@ -67,10 +68,48 @@ def is_sha(text: object) -> TypeGuard[str]:
 
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    # Reads only: no index refresh behind a concurrent git, no prompt, no pager, plain C text.
-    env.update(GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", GIT_PAGER="cat", LC_ALL="C")
+    # An inherited GIT_DIR, GIT_CONFIG_* or GIT_INDEX_FILE (a git hook's environment) would
+    # point every read at another repository or configuration: git finds the project itself.
+    env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
+    # Reads only: no index refresh behind a concurrent git, no prompt, no pager, plain C text,
+    # and no fetch of missing objects in a partial clone (rename detection reads blobs).
+    env.update(
+        GIT_OPTIONAL_LOCKS="0",
+        GIT_TERMINAL_PROMPT="0",
+        GIT_PAGER="cat",
+        GIT_NO_LAZY_FETCH="1",
+        LC_ALL="C",
+    )
     return env
+
+
+#: Options every call carries: no filesystem monitor a repository's config could name.
+_SAFE_CONFIG: Final = ("-c", "core.fsmonitor=false")
+
+
+_deadline: float | None = None
+
+
+@contextlib.contextmanager
+def within(seconds: float) -> Iterator[None]:
+    """Every git call inside shares one time budget (a hook's drift check must not outlast the
+    hook): each waits at most what is left, and none starts once it is spent."""
+    global _deadline
+    outer = _deadline
+    _deadline = time.monotonic() + seconds
+    try:
+        yield
+    finally:
+        _deadline = outer
+
+
+def _time_left(timeout: float) -> float:
+    if _deadline is None:
+        return timeout
+    left = _deadline - time.monotonic()
+    if left <= 0:
+        raise GitError("the time for reading git history ran out")
+    return min(timeout, left)
 
 
 def run_git(
@@ -82,10 +121,10 @@ def run_git(
     """
     try:
         proc = subprocess.run(
-            ["git", "-C", root, *args],
+            ["git", "-C", root, *_SAFE_CONFIG, *args],
             input=stdin if stdin is not None else b"",
             capture_output=True,
-            timeout=timeout,
+            timeout=_time_left(timeout),
             env=_env(),
             check=False,
         )
@@ -222,6 +261,7 @@ def log(
         "--no-textconv",
         "--no-show-signature",
         "--no-notes",
+        "--encoding=UTF-8",
         _FORMAT,
     ]
     if relative:
@@ -235,9 +275,10 @@ def log(
 
 def _streamed_log(root: str, args: Sequence[str], stdin: bytes) -> list[Commit]:
     """Run the log and parse its output as it arrives, so the parse overlaps git's work."""
+    allowed = _time_left(LOG_TIMEOUT)
     try:
         proc = subprocess.Popen(
-            ["git", "-C", root, *args],
+            ["git", "-C", root, *_SAFE_CONFIG, *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -247,7 +288,7 @@ def _streamed_log(root: str, args: Sequence[str], stdin: bytes) -> list[Commit]:
         raise GitError("git is not installed (not found on PATH)") from None
     except OSError as exc:
         raise GitError(f"git could not run: {exc.strerror or exc}") from None
-    timer = threading.Timer(LOG_TIMEOUT, proc.kill)
+    timer = threading.Timer(allowed, proc.kill)
     timer.start()
     parser = _LogParser()
     try:
@@ -270,10 +311,14 @@ def _streamed_log(root: str, args: Sequence[str], stdin: bytes) -> list[Commit]:
         if proc.stdout is not None:
             proc.stdout.close()
     if status < 0:
-        raise GitError(f"git log did not finish within {LOG_TIMEOUT:g} seconds")
+        raise GitError(f"git log did not finish within {allowed:g} seconds")
     if status != 0:
         raise GitError("git log failed")
-    return parser.finish()
+    commits = parser.finish()
+    if parser.broken:
+        # A log this parser cannot read must not pass for a short history (no drift).
+        raise GitError("git log printed output ctxkeeper could not read")
+    return commits
 
 
 def parse_log(data: bytes) -> list[Commit]:

@@ -152,9 +152,12 @@ def sealed(
             out.append((record, canonical(record) + b"\n"))
             continue
         body = {key: value for key, value in record.items() if key != "hash"}
-        body["after"] = hashlib.sha256(after_bytes).hexdigest()
-        for name in ("before", "reason"):
-            body[name] = value_digest(body.get(name))
+        for name in DIGESTED_FIELDS:  # as record_hash digests them, after's from its bytes
+            body[name] = (
+                hashlib.sha256(after_bytes).hexdigest()
+                if name == "after"
+                else value_digest(body.get(name))
+            )
         record["hash"] = head = hashlib.sha256(canonical(body)).hexdigest()
         out.append((record, _spliced(record, after_bytes)))
     return out

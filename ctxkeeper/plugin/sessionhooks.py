@@ -76,7 +76,7 @@ def session_start(ctx: HookContext) -> JSONObject | None:
     """The project summary and project-wide hard constraints; re-arms after compaction."""
     import time
 
-    from ctxkeeper.read.summary import project_summary, render_summary
+    from ctxkeeper.read.summary import render_summary
 
     # The ledger names the session: read first, so a bad stdin fails before the import writes.
     ledger_file = ctx.ledger()
@@ -87,7 +87,7 @@ def session_start(ctx: HookContext) -> JSONObject | None:
         ledger.rearm(ledger_file)
     ledger.prune(ctx.cache_dir, time.time())
     index = scopeindex.open_index(ctx.context_dir)  # warm the per-edit path
-    summary = project_summary(store, with_drift=True)
+    summary = _summary_with_drift(store)
     parts = ["ctxkeeper project memory (.context/):", render_summary(summary)]
     parts.append(GATE_NOTE if index.hard_delivery == "gate" else GATE_OFF_NOTE)
     wide = sorted(
@@ -117,6 +117,26 @@ def session_start(ctx: HookContext) -> JSONObject | None:
     if note:
         answer["systemMessage"] = note
     return answer
+
+
+#: Seconds the session's drift check may spend in git: the hook has 20 (hooks.json), and the
+#: summary and hard constraints must still go out when a history is slow to read.
+DRIFT_SECONDS = 8.0
+
+
+def _summary_with_drift(store: Store) -> JSONObject:
+    """The summary with its drift ids, or without them when the drift check fails (logged):
+    drift is advice, and must never cost the session its briefing."""
+    from ctxkeeper.core import gitlog
+    from ctxkeeper.plugin.hookio import log_error
+    from ctxkeeper.read.summary import project_summary
+
+    try:
+        with gitlog.within(DRIFT_SECONDS):
+            return project_summary(store, with_drift=True)
+    except Exception as exc:  # noqa: BLE001 - see the docstring
+        log_error(store.dir, "SessionStart", f"drift check failed: {type(exc).__name__}: {exc}")
+        return project_summary(store)
 
 
 def _with_drift(note: str | None, drift: object) -> str | None:

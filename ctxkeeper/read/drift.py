@@ -216,16 +216,19 @@ def _one_pass(root: str, repo: Repo, items: list[_Item], notes: list[str]) -> li
     side: dict[str, tuple[str, ...]] = {}
     boundary: set[str] = set()
     shas = sorted({i.sha for i in items if i.sha})
+    base = None
+    held: set[str] = set()
     if 0 < len(shas) <= MERGE_BASE_MAX and all(i.sha for i in items):
         # Everything each entry must count lies above a common ancestor of their starting
         # points: the pass need not read the history below it. (With many starting points
         # git's octopus merge-base costs more than the history it would save reading.)
         held = gitlog.present(root, shas)
         base = gitlog.merge_base(root, shas) if len(held) == len(shas) else None
-        log = gitlog.log(
-            root, [repo.head, *sorted(held)], [base] if base else [], relative=relative
-        )
+    if base is not None:
+        log = gitlog.log(root, [repo.head, *sorted(held)], [base], relative=relative)
     else:
+        # No common ancestor to stop at (a starting point this clone lacks, or none found):
+        # the pass is bounded, as it is for entries without a verified commit.
         log = gitlog.log(root, [repo.head], relative=relative, limit=MAX_COMMITS + 1)
         if len(log) > MAX_COMMITS:
             del log[MAX_COMMITS:]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import dataclass
 from typing import Final
 
+from ctxkeeper import __version__
 from ctxkeeper.core import times
 from ctxkeeper.core.errors import UsageError
 from ctxkeeper.core.model import KINDS, LIVE_STATUSES
@@ -116,12 +118,19 @@ class _IndexCache:
 
 
 def state_key(state: State) -> str | None:
-    """What the text index of a store state depends on: the entry file's bytes (by digest),
-    the journal records folded over them, and which entries were left out as malformed."""
+    """What the text index of a store state depends on: the code that builds it (ctxkeeper's
+    version and the field weights: an upgrade must not serve an index the old code built),
+    the entry file's bytes (by digest), the journal records folded over them, and which
+    entries were left out as malformed."""
     if not state.source:
         return None
     skipped = ",".join(sorted(state.skipped))
-    return f"{state.source}:{state.seq}:{state.head}:{len(state.entries)}:{skipped}"
+    return f"{_BUILDER}:{state.source}:{state.seq}:{state.head}:{len(state.entries)}:{skipped}"
+
+
+_BUILDER: Final = hashlib.sha256(
+    f"{__version__}{sorted(textindex.FIELD_WEIGHTS.items())}{sorted(textindex.HEADLINE_FIELDS)}".encode()
+).hexdigest()[:12]
 
 
 _CACHE = _IndexCache()
