@@ -69,7 +69,8 @@ def is_sha(text: object) -> TypeGuard[str]:
 
 def _env() -> dict[str, str]:
     # An inherited GIT_DIR, GIT_CONFIG_* or GIT_INDEX_FILE (a git hook's environment) would
-    # point every read at another repository or configuration: git finds the project itself.
+    # point every read at another repository or configuration: git finds the project itself
+    # (con-023-e6c0).
     env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
     # Reads only: no index refresh behind a concurrent git, no prompt, no pager, plain C text,
     # and no fetch of missing objects in a partial clone (rename detection reads blobs).
