@@ -33,10 +33,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _common
 
-from ctxkeeper.core import times
-from ctxkeeper.core.model import clean_fields, contract_floors, new_entry
-from ctxkeeper.core.store import Store
-from ctxkeeper.write.verbs import user_actor
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ctxkeeper.core._types import JSONObject
 
 HOOK = os.path.join(ROOT, "hooks", "pre_tool_use.py")
 PYTHON = _common.PYTHON
@@ -67,31 +66,19 @@ def _scope(n: int) -> str:
 
 def build_ours(project: str, size: int) -> float:
     """Write ``size`` hard constraints through one store transaction; return seconds taken."""
-    started = time.perf_counter()
-    store = Store.open(project)
-    store.init()
-    floors = contract_floors()
-    at = times.now_iso()
-    actor = user_actor()
-    with store.transaction() as tx:
-        for n in range(size):
-            fields = {
+    constraints: list[tuple[str, JSONObject]] = [
+        (
+            "constraint",
+            {
                 "rule": f"Module {n} validates every request body against its schema first",
                 "reason": f"Unvalidated payloads crashed worker {n} in production twice last year.",
                 "hardness": "hard",
                 "scope": [_scope(n)],
-            }
-            entry_id = f"con-{n + 1:03d}-{n % 65536:04x}"
-            entry = new_entry(
-                "constraint",
-                clean_fields("constraint", fields, floors),
-                entry_id=entry_id,
-                status="active",
-                origin="user",
-                at=at,
-            )
-            tx.put("record", entry_id, entry, actor=actor, reason=None, at=at)
-    return time.perf_counter() - started
+            },
+        )
+        for n in range(size)
+    ]
+    return _common.build_ours(project, constraints)
 
 
 def build_peer(project: str, size: int) -> None:
