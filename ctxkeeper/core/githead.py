@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["UNKNOWN", "find_git_dir", "read_head"]
+__all__ = ["UNKNOWN", "current_head", "find_git_dir", "is_sha", "read_head"]
 
 #: ``read_head`` could not read this layout as data; ask git itself.
 UNKNOWN = "unknown"
@@ -21,7 +21,8 @@ _MAX_HOPS = 5
 _MAX_READ = 1 << 16
 
 
-def _is_sha(text: str) -> bool:
+def is_sha(text: str) -> bool:
+    """A full commit id (SHA-1 or SHA-256), lowercase hex."""
     return len(text) in (40, 64) and _HEX.issuperset(text)
 
 
@@ -99,7 +100,7 @@ def _read_head(root: str) -> str | None:
         return UNKNOWN
     for _ in range(_MAX_HOPS):
         value = text.strip()
-        if _is_sha(value):
+        if is_sha(value):
             return value
         if not value.startswith("ref:"):
             return UNKNOWN
@@ -119,3 +120,14 @@ def _read_head(root: str) -> str | None:
             return None  # an unborn branch: no commit yet
         text = packed
     return UNKNOWN
+
+
+def current_head(root: str) -> str | None:
+    """HEAD's commit for ``verified_sha``: read as data, with ``git rev-parse`` only for a
+    layout this reader does not know; None outside git or before the first commit."""
+    head = read_head(root)
+    if head == UNKNOWN:
+        from ctxkeeper.core.gitlog import head_sha  # the subprocess half, only when needed
+
+        return head_sha(root)
+    return head

@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Final, TypeGuard
 
+from ctxkeeper.core import githead
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
@@ -24,7 +26,6 @@ if TYPE_CHECKING:
 PROBE_TIMEOUT: Final = 10.0
 LOG_TIMEOUT: Final = 60.0
 SUBJECT_MAX: Final = 200
-_HEX: Final = frozenset("0123456789abcdef")
 #: A header: our record mark, then sha, parents, commit time and subject, 0x1f-separated.
 _FORMAT: Final = "--format=%x1e%H%x1f%P%x1f%ct%x1f%s"
 _STATUS: Final = frozenset("ACDMRTUXB")
@@ -64,7 +65,7 @@ class Commit:
 
 
 def is_sha(text: object) -> TypeGuard[str]:
-    return isinstance(text, str) and len(text) in (40, 64) and _HEX.issuperset(text)
+    return isinstance(text, str) and githead.is_sha(text)
 
 
 def _env() -> dict[str, str]:

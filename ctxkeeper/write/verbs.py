@@ -5,7 +5,7 @@ from __future__ import annotations
 import getpass
 from typing import Final
 
-from ctxkeeper.core import teamlog, times
+from ctxkeeper.core import githead, teamlog, times
 from ctxkeeper.core.changes import needs_review, pending_changes, propose
 from ctxkeeper.core.errors import (
     ControlCharacterError,
@@ -114,7 +114,7 @@ def record_entry(
     old_ids = [check_id(item) for item in dict.fromkeys(supersedes or [])]
     origin = str(actor["origin"])
     at = times.now_iso()
-    head = current_head(store.root)
+    head = githead.current_head(store.root)
     with store.transaction() as tx:
         status = "proposed" if origin == "agent" and tx.config.review == "agent" else "active"
         for old_id in old_ids:
@@ -288,19 +288,6 @@ def deprecate_entry(
     return {"id": entry_id, "entry": after, "pending": False}
 
 
-def current_head(root: str) -> str | None:
-    """HEAD's commit for ``verified_sha``: read from ``.git`` as data, with ``git rev-parse``
-    only for a layout that reader does not know; None outside git or before the first commit."""
-    from ctxkeeper.core import githead
-
-    head = githead.read_head(root)
-    if head == githead.UNKNOWN:
-        from ctxkeeper.core.gitlog import head_sha
-
-        return head_sha(root)
-    return head
-
-
 def verify_entry(store: Store, entry_id: str, *, actor: JSONObject) -> JSONObject:
     """Record that an entry still holds at HEAD: ``verified_at`` now, ``verified_sha`` HEAD's
     commit (null outside git), journaled as ``verify``.
@@ -312,7 +299,7 @@ def verify_entry(store: Store, entry_id: str, *, actor: JSONObject) -> JSONObjec
     """
     check_id(entry_id)
     at = times.now_iso()
-    head = current_head(store.root)
+    head = githead.current_head(store.root)
     with store.transaction() as tx:
         current = tx.get(entry_id)
         status = current.get("status")
