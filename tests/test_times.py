@@ -187,3 +187,26 @@ class TestThroughTheStore:
         with pytest.raises(UsageError, match="as_of"):
             query_entries(store, {"as_of": ""})
         assert get_context(store, {"query": "x"})["results"] == []
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "2026-11-30T09:15:00Z",
+        "2026-02-30T09:15:00Z",
+        "1969-12-31T23:59:59Z",
+        "9998-12-31T23:59:59Z",
+        "9999-01-01T00:00:00Z",
+        "2026-1_-30T09:15:00Z",
+        "2026-+1-30T09:15:00Z",
+        "2026-11-30T24:00:00Z",
+        "\uff12026-11-30T09:15:00Z",
+    ],
+)
+def test_the_canonical_fast_path_judges_as_the_general_parser(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast = times.stored_time_problem(value), times.parse_stored_bound(value, end_of_day=False)
+    monkeypatch.setattr(times, "_canonical_instant", lambda _value: None)
+    general = times.stored_time_problem(value), times.parse_stored_bound(value, end_of_day=False)
+    assert fast == general

@@ -53,6 +53,39 @@ class _OutOfRangeError(ValueError):
     pass
 
 
+_CANONICAL_DIGITS: Final = (
+    slice(0, 4),
+    slice(5, 7),
+    slice(8, 10),
+    slice(11, 13),
+    slice(14, 16),
+    slice(17, 19),
+)
+
+
+def _canonical_instant(value: str) -> datetime | None:
+    """The form ctxkeeper writes (``2026-11-30T09:15:00Z``), read without the general
+    parser: most stored and journaled times are in it (an import reads tens of thousands).
+    None for anything else, which the general parser then judges."""
+    if not (
+        len(value) == 20
+        and value.isascii()
+        and value[4] == value[7] == "-"
+        and value[10] == "T"
+        and value[13] == value[16] == ":"
+        and value[19] == "Z"
+    ):
+        return None
+    parts = [value[cut] for cut in _CANONICAL_DIGITS]
+    if not all(part.isdigit() for part in parts):
+        return None
+    year, month, day, hour, minute, second = (int(part) for part in parts)
+    try:
+        return datetime(year, month, day, hour, minute, second, tzinfo=timezone.utc)
+    except ValueError:
+        raise ValueError(value) from None  # 2026-02-30T...: the form, but no such instant
+
+
 def _parse(text: str) -> tuple[datetime, bool]:
     """Parse an ISO date or date-time; return the UTC instant and whether it was a bare date.
 
@@ -60,7 +93,10 @@ def _parse(text: str) -> tuple[datetime, bool]:
     :raise ValueError: anything else that is not an accepted form.
     """
     value = text.strip()
-    if _BARE_DATE.fullmatch(value):
+    canonical = _canonical_instant(value)
+    if canonical is not None:
+        instant, bare = canonical, False
+    elif _BARE_DATE.fullmatch(value):
         day = date.fromisoformat(value)
         instant, bare = datetime(day.year, day.month, day.day, tzinfo=timezone.utc), True
     elif _DATE_TIME.fullmatch(value):

@@ -14,7 +14,6 @@ not hold) the result says what could not be seen instead of reporting zero.
 
 from __future__ import annotations
 
-import calendar
 import os
 import time
 from typing import Final
@@ -64,15 +63,6 @@ def scopes_of(entry: Mapping[str, JSONValue]) -> list[str]:
 def _instant(value: JSONValue) -> float | None:
     if not isinstance(value, str):
         return None
-    if len(value) == 20 and value[4] == "-" and value[10] == "T" and value[19] == "Z":
-        # The form ctxkeeper writes (2026-11-30T09:15:00Z), read without the general parser.
-        try:
-            fields = (value[0:4], value[5:7], value[8:10], value[11:13], value[14:16], value[17:19])
-            year, month, day, hour, minute, second = (int(f) for f in fields)
-            if 1 <= month <= 12 and 1 <= day <= 31 and hour < 24 and minute < 60 and second < 60:
-                return float(calendar.timegm((year, month, day, hour, minute, second)))
-        except ValueError:
-            pass
     try:
         return times.parse_time(value, field="time").timestamp()
     except CtxkeeperError:
