@@ -499,3 +499,24 @@ def test_the_benchmark_runs_at_a_tiny_size() -> None:
     assert "60 entries: scan" in proc.stdout
     assert "same: True" in proc.stdout
     assert "PreCompact hook at 30 entries" in proc.stdout
+
+
+def test_the_compaction_note_counts_what_stale_lists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The note's "not verified for 90+ days" is the active part of `stale --days 90`."""
+    import time
+
+    from ctxkeeper.plugin.sessionhooks import UNVERIFIED_DAYS, _quality_notes
+    from ctxkeeper.read.drift import stale_entries
+
+    store = Store.open(str(tmp_path))
+    store.init()
+    record_entry(store, "constraint", constraint_fields(), actor=user_actor())
+    record_entry(store, "decision", decision_fields(), actor=agent_actor("s1"))  # proposed
+    assert not any("not verified" in note for note in _quality_notes(store, "SessionStart"))
+    real = time.time()
+    monkeypatch.setattr(time, "time", lambda: real + (UNVERIFIED_DAYS + 1) * 86400)
+    assert stale_entries(store, UNVERIFIED_DAYS)["total"] == 2  # both, the proposed one too
+    notes = _quality_notes(store, "SessionStart")
+    assert f"1 not verified for {UNVERIFIED_DAYS}+ days" in notes

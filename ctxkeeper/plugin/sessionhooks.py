@@ -193,11 +193,10 @@ def _quality_notes(store: Store, event: str) -> list[str]:
     """The quality scan's counts in one clause (read/quality.py), and the active entries
     unverified for :data:`UNVERIFIED_DAYS`. Fails open: a scan that breaks is logged to
     ``hook-errors.log`` and left out, and the rest of the hook's answer still goes out."""
-    import time
-
     from ctxkeeper.core import times
     from ctxkeeper.core.model import LIVE_STATUSES
     from ctxkeeper.plugin.hookio import log_error
+    from ctxkeeper.read.drift import stale_entries
     from ctxkeeper.read.quality import duplicates_checked, scan, summary_line
 
     notes: list[str] = []
@@ -216,12 +215,13 @@ def _quality_notes(store: Store, event: str) -> list[str]:
     line = summary_line(found, duplicates=duplicates_checked(live, HOOK_DUPLICATES_UP_TO))
     if line:
         notes.append(line)
-    cutoff = time.strftime("%Y-%m-%d", time.gmtime(time.time() - UNVERIFIED_DAYS * 86400))
-    unverified = 0
-    for entry in entries:
-        checked = entry.get("verified_at") or entry.get("created_at")
-        if entry.get("status") == "active" and isinstance(checked, str) and checked[:10] < cutoff:
-            unverified += 1
+    # The active entries `ctxkeeper stale --days 90` lists: one definition of "not verified".
+    stale = stale_entries(store, UNVERIFIED_DAYS)["results"]
+    unverified = sum(
+        1
+        for item in (stale if isinstance(stale, list) else [])
+        if isinstance(item, dict) and item.get("status") == "active"
+    )
     if unverified:
         notes.append(f"{unverified} not verified for {UNVERIFIED_DAYS}+ days")
     return notes
