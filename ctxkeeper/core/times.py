@@ -66,7 +66,8 @@ _CANONICAL_DIGITS: Final = (
 def _canonical_instant(value: str) -> datetime | None:
     """The form ctxkeeper writes (``2026-11-30T09:15:00Z``), read without the general
     parser: most stored and journaled times are in it (an import reads tens of thousands).
-    None for anything else, which the general parser then judges."""
+    None for anything else, which the general parser then judges. It lives here so every
+    reader shares it (con-024-333a)."""
     if not (
         len(value) == 20
         and value.isascii()
