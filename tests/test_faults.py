@@ -379,12 +379,11 @@ def check_store(root: str, ledger: Ledger, *, where: str) -> dict[str, JSONObjec
         assert held in options, f"{where}: {entry_id} holds {held!r}, not one of {options}"
     for entry_id, entry in state.entries.items():
         ledger.reason_options[entry_id] = {str(entry["reason"])}  # the store has now decided
-    # The hooks' index answers what entries.json says (a stale one is rebuilt, never served).
-    # It is built from that file alone: records a kill left unapplied reach it with the next
-    # write (the final check of each series has them).
+    # The hooks' index answers what every read answers, the journal's fold (a stale one is
+    # rebuilt, never served): records a kill left out of entries.json reach the gate too.
     covering = {
         str(e["id"])
-        for e in entries_doc["entries"]
+        for e in state.entries.values()
         if e.get("kind") == "constraint" and e.get("status") == "active" and _covers(e)
     }
     _, found = scopeindex.lookup(store.dir, WATCHED_PATH)

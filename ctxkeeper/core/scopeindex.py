@@ -4,8 +4,11 @@ A hook runs before every edit, so it must not parse the whole store. The index k
 active constraint under each of its scope keys ("" for project-wide), in one of many small
 shard files chosen by a stable hash of the key. A file's candidate scopes are exactly its
 ancestors plus itself, so a lookup reads only those few shards. ``meta.json`` records the
-identity (inode, size, mtime) of ``entries.json`` and ``config.json`` the index was built from;
-any difference means stale, and the reader rebuilds.
+identity (inode, size, mtime) of ``entries.json`` and ``config.json`` the index was built from,
+and the journal's size; any difference means stale, and the reader rebuilds. A journal longer
+than ``entries.json`` records holds writes the entry file does not show yet (a writer that
+defers it, dec-025-0d1f, or one killed between the two): that rebuild folds them in through the
+store, so the gate never misses a journaled rule.
 
 Import-light on purpose (con-001-5f40): ``json`` and ``os`` only, plus ``ctxkeeper.core.scope``.
 """
@@ -65,10 +68,13 @@ def _identity(path: str) -> list[int]:
 
 
 def source_stamp(context_dir: str) -> list[int]:
-    """What the index must have been built from: the identity of entries.json and config.json."""
-    return _identity(os.path.join(context_dir, "entries.json")) + _identity(
-        os.path.join(context_dir, "config.json")
-    )
+    """What the index must have been built from: the identity of entries.json and config.json,
+    and the size of the journal."""
+    return [
+        *_identity(os.path.join(context_dir, "entries.json")),
+        *_identity(os.path.join(context_dir, "config.json")),
+        _identity(os.path.join(context_dir, "journal.jsonl"))[1],
+    ]
 
 
 def _shard_count(records: int) -> int:
@@ -291,14 +297,31 @@ def _remove_tree(directory: str) -> None:
 
 
 def rebuild(context_dir: str) -> Index:
-    """Rebuild from entries.json on disk (a hook found the index missing or stale)."""
+    """Rebuild from entries.json on disk (a hook found the index missing or stale), through
+    the store when the journal holds records past the entry file."""
     stamp = source_stamp(context_dir)
     data = _read(os.path.join(context_dir, "entries.json"))
     doc = json.loads(data) if data else {}
     entries = doc.get("entries") if isinstance(doc, dict) else None
     if data and not isinstance(entries, list):
         raise ValueError("entries.json has no 'entries' list")
+    meta = doc.get("journal") if isinstance(doc, dict) else None
+    written = meta.get("bytes") if isinstance(meta, dict) else 0
+    if stamp[-1] > max(written if isinstance(written, int) else 0, 0):
+        return write_index(context_dir, _folded(context_dir), stamp)
     return write_index(context_dir, [e for e in entries or () if isinstance(e, dict)], stamp)
+
+
+def _folded(context_dir: str) -> list[JSONObject]:
+    """The entries with the journal's records past ``entries.json`` folded in, as every read
+    sees them (the slow path: it loads the whole store, which a hook otherwise never does)."""
+    from ctxkeeper.core.errors import StoreError
+    from ctxkeeper.core.store import Store
+
+    try:
+        return list(Store(os.path.dirname(context_dir), context_dir).load().entries.values())
+    except StoreError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def open_index(context_dir: str) -> Index:

@@ -13,6 +13,7 @@ import json
 import os
 import secrets
 import sys
+import time
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Final
@@ -63,6 +64,9 @@ _DIGEST_KEY: Final = b'"entries_sha256": "'
 _LINE_START: Final = b'    {"id": '
 #: The encoded line of each entry as last written, per entries file (see render_entries_document).
 _LINES: dict[str, dict[str, tuple[JSONObject, bytes]]] = {}
+#: Whether this process defers the derived files of a write to :func:`flush_deferred` (the MCP
+#: server turns it on; see dec-025 below). Off, every write leaves every file current.
+_WRITE_BEHIND: list[bool] = [False]
 
 
 @dataclass
@@ -84,6 +88,71 @@ class State:
     source: str = ""
     """SHA-256 of ``entries.json`` after its ``"entries":`` key (empty: not read from a file),
     which keys the caches derived from the entries."""
+
+
+@dataclass
+class _Deferred:
+    """A store whose last writes are journaled (durable, and folded by every reader) while its
+    entry file, the hooks' index and the team snapshot still wait for :func:`flush_deferred`."""
+
+    root: str
+    state: State
+    """The state after those writes: ``entries.json`` plus the journaled records past it."""
+    entries_key: tuple[str, int, int, int] | None
+    """The identity of ``entries.json`` the state was folded onto; any change voids it."""
+    records: list[JSONObject] | None
+    """The records written since the snapshot was last current (None: rebuild it in full)."""
+    since: float
+    """``time.monotonic()`` of the first deferred write, which bounds how stale files get."""
+
+    def holds(self, key: tuple[str, int, int, int] | None, view: journalfile.View) -> bool:
+        """Whether the files on disk are still exactly what this state was folded from."""
+        state = self.state
+        return key == self.entries_key and (state.journal_bytes, state.seq, state.head) == (
+            view.size,
+            view.seq,
+            view.head,
+        )
+
+
+#: The deferred writes of this process, per store directory.
+_DEFERRED: dict[str, _Deferred] = {}
+
+
+def write_behind(enabled: bool) -> None:
+    """Defer (or stop deferring) the derived files of this process's writes (dec-025-0d1f).
+
+    A write still appends its records to the journal durably before it returns, and every
+    reader in every process folds journaled records the entry file lacks, so deferring loses
+    nothing; it moves the whole-store rewrites (``entries.json``, the hooks' index, the team
+    snapshot) out of the reply, and a burst of writes pays them once. The caller must call
+    :func:`flush_deferred` when idle and before it exits.
+    """
+    _WRITE_BEHIND[0] = enabled
+
+
+def deferred_writes() -> tuple[int, float | None]:
+    """How many journal records wait for a flush, and the monotonic time of the oldest."""
+    waiting = list(_DEFERRED.values())
+    count = sum(len(d.records) if d.records is not None else 1 for d in waiting)
+    return count, min((d.since for d in waiting), default=None)
+
+
+def flush_deferred() -> list[str]:
+    """Bring every deferred store's entry file, index and snapshot up to its journal; return
+    the problems met (each also a notice). A flush that fails leaves the journal as the record:
+    the next write or flush of that store applies it."""
+    problems: list[str] = []
+    for directory, deferred in list(_DEFERRED.items()):
+        try:
+            with Store(deferred.root, directory).transaction():
+                pass  # No events: the transaction applies what the journal holds past the file.
+        except (OSError, StoreError) as exc:
+            _DEFERRED.pop(directory, None)
+            problem = f"could not apply the deferred writes to {directory}: {exc}"
+            _notice(problem)
+            problems.append(problem)
+    return problems
 
 
 class PurgedError(NotFoundError):
@@ -163,7 +232,12 @@ class Store:
         served = _SERVED.get(self.dir)
         if served is not None and served[0] == (key, view):
             return served[1]
-        readable = _readable(self._caught_up(state, view))
+        deferred = _DEFERRED.get(self.dir)
+        if deferred is not None and deferred.holds(key, view):
+            state = deferred.state  # this process's own writes, already folded
+        else:
+            state = self._caught_up(state, view)
+        readable = _readable(state)
         if readable.skipped and (key, view) not in _WARNED:
             _WARNED.add((key, view))
             _notice(
@@ -218,18 +292,12 @@ class Store:
         _PARSED[path] = (key, state)
         return key, state
 
-    def _entries_for_write(self) -> State:
-        """The entry file's state for a writer to change: the parse readers share while the
-        file is unchanged on disk (see :meth:`_remember_written`), copied so the write
-        cannot touch theirs. Entry values are shared: they are replaced, never changed."""
-        _, shared = self._read_entries_cached()
-        return replace(
-            shared,
-            entries=dict(shared.entries),
-            purged=dict(shared.purged),
-            duplicates=list(shared.duplicates),
-            skipped=dict(shared.skipped),
-        )
+    def _entries_for_write(self) -> tuple[tuple[str, int, int, int] | None, State]:
+        """The entry file's identity and its state for a writer to change: the parse readers
+        share while the file is unchanged on disk (see :meth:`_remember_written`), copied so
+        the write cannot touch theirs."""
+        key, shared = self._read_entries_cached()
+        return key, _copied(shared)
 
     def _remember_written(self, state: State, data: bytes) -> None:
         """Cache the state just written as the parse of the file it wrote, so neither the next
@@ -322,21 +390,46 @@ class Store:
         # A write under a config that does not parse would apply unknown floors and policy.
         config = self.config()
         with fsutil.exclusive_lock(self.path(LOCK_FILE)):
-            state, behind = self._recovered()
+            state, behind, deferred = self._recovered()
             manual: list[JSONObject] = []
             if state.hand_edited or audit_actor is not None:
                 manual = self._hand_edit_events(state, audit_actor)
             txn = Transaction(state, config, manual, read_journal=self.read_journal)
             yield txn
+            plain = not (manual or txn.redact or txn.snapshot_read or audit_actor is not None)
+            if _WRITE_BEHIND[0] and txn.events and plain and txn.export_to is None:
+                self._defer(state, behind, deferred, self._append(state, [], txn.events))
+                return
+            _DEFERRED.pop(self.dir, None)
             wrote = bool(txn.events or manual or behind)
             committed = self._commit(state, [*manual], txn.events) if wrote else []
             if txn.redact:
                 self._redact(state, txn.redact)
             refresh = wrote and config.auto_export
             # A snapshot may be missing records a crash left unapplied, and still holds a
-            # purged entry's text: then it is rebuilt, not patched.
-            patchable = not behind and not txn.redact
-            self._after_commit(txn, state, committed if patchable else None, refresh=refresh)
+            # purged entry's text: then it is rebuilt, not patched. Records this process
+            # deferred are known, so the snapshot they left behind is patched with them.
+            earlier = deferred.records if deferred is not None else ([] if not behind else None)
+            patch = None if earlier is None or txn.redact else [*earlier, *committed]
+            self._after_commit(txn, state, patch, refresh=refresh)
+
+    def _defer(
+        self,
+        state: State,
+        behind: bool,
+        deferred: _Deferred | None,
+        committed: list[JSONObject],
+    ) -> None:
+        """Leave the derived files of a journaled write to :func:`flush_deferred`."""
+        earlier = deferred.records if deferred is not None else ([] if not behind else None)
+        key, _ = self._read_entries_cached()
+        _DEFERRED[self.dir] = _Deferred(
+            root=self.root,
+            state=state,
+            entries_key=key,
+            records=None if earlier is None else [*earlier, *committed],
+            since=deferred.since if deferred is not None else time.monotonic(),
+        )
 
     def _after_commit(
         self,
@@ -400,11 +493,12 @@ class Store:
         )
         self._write_entries(state)
 
-    def _recovered(self) -> tuple[State, bool]:
+    def _recovered(self) -> tuple[State, bool, _Deferred | None]:
         """The state under the lock, caught up with the journal; True when the entry file is
-        behind it. A torn final transaction never reached the entries: it is cut off, so
-        neither is lost nor invented (dec-003-6c23)."""
-        state = self._entries_for_write()
+        behind it; and this process's deferred writes when they are what it is behind by. A
+        torn final transaction never reached the entries: it is cut off, so neither is lost
+        nor invented (dec-003-6c23)."""
+        key, state = self._entries_for_write()
         if state.duplicates:
             raise StoreError(
                 f"{self.path(ENTRIES_FILE)}: id {state.duplicates[0]} appears more than once; a "
@@ -416,8 +510,11 @@ class Store:
         if view.file_size > view.size:
             fsutil.truncate(jpath, view.size)
             journalfile.remember_file(jpath, self.path(CACHE_DIR), view)
+        deferred = _DEFERRED.get(self.dir)
+        if deferred is not None and deferred.holds(key, view):
+            return _copied(deferred.state), True, deferred
         caught = self._caught_up(state, view)
-        return caught, caught is not state
+        return caught, caught is not state, None
 
     def _hand_edit_events(self, state: State, actor: JSONObject | None) -> list[JSONObject]:
         """One ``manual_edit`` per entry that differs from the journal's fold."""
@@ -451,6 +548,24 @@ class Store:
         self, state: State, manual: list[JSONObject], events: list[JSONObject]
     ) -> list[JSONObject]:
         """Append the records to the journal, then write the entries; return the records."""
+        records = self._append(state, manual, events)
+        try:
+            self._write_entries(state)
+        except (OSError, StoreError) as exc:
+            if not records:
+                raise
+            # The journal is the record (write-ahead): the change happened, and the next
+            # read folds it in memory and the next write rewrites the entry file.
+            _notice(
+                f"recorded; the entry file will be rebuilt from the journal "
+                f"({ENTRIES_FILE} could not be written: {getattr(exc, 'strerror', None) or exc})"
+            )
+        return records
+
+    def _append(
+        self, state: State, manual: list[JSONObject], events: list[JSONObject]
+    ) -> list[JSONObject]:
+        """Append the records to the journal durably and fold them into ``state``."""
         jpath = self.path(JOURNAL_FILE)
         records: list[JSONObject] = []
         lines: list[bytes] = []
@@ -475,17 +590,6 @@ class Store:
                 jpath,
                 self.path(CACHE_DIR),
                 journalfile.View(state.journal_bytes, seq, head, state.journal_bytes),
-            )
-        try:
-            self._write_entries(state)
-        except (OSError, StoreError) as exc:
-            if not records:
-                raise
-            # The journal is the record (write-ahead): the change happened, and the next
-            # read folds it in memory and the next write rewrites the entry file.
-            _notice(
-                f"recorded; the entry file will be rebuilt from the journal "
-                f"({ENTRIES_FILE} could not be written: {getattr(exc, 'strerror', None) or exc})"
             )
         return records
 
@@ -526,6 +630,17 @@ def entry_shape_problem(entry: Mapping[str, JSONValue]) -> str | None:
 #: The entries last found servable, by id, so a long-running process does not re-check every
 #: entry on every read and write (an entry is replaced on change, never changed in place).
 _SERVABLE: dict[str, JSONObject] = {}
+
+
+def _copied(state: State) -> State:
+    """A copy a writer may change; entry values are shared (replaced, never changed)."""
+    return replace(
+        state,
+        entries=dict(state.entries),
+        purged=dict(state.purged),
+        duplicates=list(state.duplicates),
+        skipped=dict(state.skipped),
+    )
 
 
 def _readable(state: State) -> State:

@@ -13,7 +13,10 @@ import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
-    from typing import BinaryIO, Final
+    from typing import BinaryIO, Final, Protocol
+
+    class LineSource(Protocol):
+        def readline(self, limit: int = -1, /) -> bytes: ...
 
     from ctxkeeper.core._types import JSONObject, JSONValue
 
@@ -69,7 +72,7 @@ class Request:
         self.params = params
 
 
-def read_lines(stream: BinaryIO, limit: int = MAX_LINE_BYTES) -> Iterator[bytes | None]:
+def read_lines(stream: LineSource, limit: int = MAX_LINE_BYTES) -> Iterator[bytes | None]:
     """Yield each line of ``stream`` as bytes, or None for a line longer than ``limit``.
 
     An over-long line is consumed in chunks and dropped, so memory stays bounded by ``limit``.
@@ -85,7 +88,7 @@ def read_lines(stream: BinaryIO, limit: int = MAX_LINE_BYTES) -> Iterator[bytes 
         yield line
 
 
-def _discard_rest_of_line(stream: BinaryIO) -> None:
+def _discard_rest_of_line(stream: LineSource) -> None:
     while True:
         chunk = stream.readline(_DISCARD_CHUNK)
         if not chunk or chunk.endswith(b"\n"):

@@ -11,10 +11,12 @@ the tool registry is a factory called on first need.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
-from ctxkeeper.mcp import jsonrpc
+from ctxkeeper.mcp import jsonrpc, writebehind
 from ctxkeeper.mcp.jsonrpc import RpcError
+from ctxkeeper.mcp.linereader import line_reader
 from ctxkeeper.mcp.toolcall import describe_tool, run_tool
 
 TYPE_CHECKING = False
@@ -53,23 +55,34 @@ def serve(
     *,
     instructions: str,
     server_version: str,
+    settle: Callable[[Callable[[float], bool]], None] | None = None,
 ) -> int:
     """Answer JSON-RPC requests from ``stdin`` on ``stdout`` until EOF.
 
     :param tools: called once, on the first request that needs the tool list.
+    :param settle: called after each message with a ``waiting(timeout)`` probe of stdin (see
+        :mod:`ctxkeeper.mcp.writebehind`); the probe answers True at once for a stream whose
+        descriptor cannot be watched.
     :return: 0 after EOF; 1 when ``stdout`` can no longer be written (the client is gone).
     """
     session = Session(tools, instructions=instructions, server_version=server_version)
-    for line in jsonrpc.read_lines(stdin):
+    reader = line_reader(stdin) if settle is not None else None
+    waiting: Callable[[float], bool] = reader.waiting if reader is not None else _always
+    for line in jsonrpc.read_lines(reader if reader is not None else stdin):
         reply = session.handle_line(line)
-        if reply is None:
-            continue
-        try:
-            jsonrpc.write_message(stdout, reply)
-        except OSError as exc:
-            jsonrpc.log(f"cannot write to stdout ({exc}); the client has gone, exiting")
-            return 1
+        if reply is not None:
+            try:
+                jsonrpc.write_message(stdout, reply)
+            except OSError as exc:
+                jsonrpc.log(f"cannot write to stdout ({exc}); the client has gone, exiting")
+                return 1
+        if settle is not None:
+            settle(waiting)
     return 0
+
+
+def _always(_timeout: float) -> bool:
+    return True
 
 
 class Session:
@@ -303,10 +316,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         tools_module = importlib.import_module("ctxkeeper.mcp.tools")
         specs: Sequence[ToolSpec] = tools_module.load_tools(project_dir)
+        writebehind.enable()  # a long-running process: whole-store rewrites wait for idle
         return specs
 
     from ctxkeeper import __version__
 
+    # The client ends a session by closing stdin, then SIGTERM (mcp.md §2): either way the
+    # deferred writes are applied on the way out (a SIGKILL leaves them to the journal).
+    previous = signal.signal(signal.SIGTERM, _exit_on_signal)
     try:
         return serve(
             sys.stdin.buffer,
@@ -314,11 +331,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             load,
             instructions=INSTRUCTIONS,
             server_version=__version__,
+            settle=writebehind.settle,
         )
     except KeyboardInterrupt:
         return 130
     finally:
+        writebehind.finish()
+        signal.signal(signal.SIGTERM, previous)
         _drop_unwritable_stdout()
+
+
+def _exit_on_signal(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _drop_unwritable_stdout() -> None:
