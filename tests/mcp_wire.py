@@ -214,3 +214,66 @@ def check_structured(tools: JSONValue, calls: JSONValue) -> int:
         assert not result.get("isError"), f"{record['name']} {record['arguments']}: {result}"
         Draft202012Validator(schemas[record["name"]]).validate(result["structuredContent"])
     return len(calls)
+
+
+class McpSession:
+    """The real ``ctxkeeper serve`` over stdio (the legacy handshake), one call at a time."""
+
+    def __init__(self, command: list[str], *, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=REPO_ROOT,
+        )
+        self.next_id = 0
+        init = self.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "faults", "version": "1"},
+            },
+        )
+        assert "result" in init, init
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, message: JSONObject) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: JSONObject) -> JSONObject:
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line, "the server closed its output"
+        reply: JSONObject = json.loads(line)
+        assert reply.get("id") == self.next_id, reply
+        return reply
+
+    def call(self, name: str, arguments: JSONObject) -> JSONObject:
+        result = self.request("tools/call", {"name": name, "arguments": arguments})["result"]
+        assert isinstance(result, dict)
+        return result
+
+    def close(self) -> str:
+        """End the session (EOF on stdin) and return what the server logged."""
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        assert self.proc.stderr is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc.stdout.close()
+            err = self.proc.stderr.read().decode()
+            self.proc.stderr.close()
+        assert self.proc.returncode == 0, err
+        return err

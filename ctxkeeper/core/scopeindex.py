@@ -7,7 +7,7 @@ ancestors plus itself, so a lookup reads only those few shards. ``meta.json`` re
 identity (inode, size, mtime) of ``entries.json`` and ``config.json`` the index was built from,
 and the journal's size; any difference means stale, and the reader rebuilds. A journal longer
 than ``entries.json`` records holds writes the entry file does not show yet (a writer that
-defers it, dec-025-0d1f, or one killed between the two): that rebuild folds them in through the
+defers it, dec-025-2cdb, or one killed between the two): that rebuild folds them in through the
 store, so the gate never misses a journaled rule.
 
 Import-light on purpose (con-001-5f40): ``json`` and ``os`` only, plus ``ctxkeeper.core.scope``.

@@ -65,7 +65,7 @@ _LINE_START: Final = b'    {"id": '
 #: The encoded line of each entry as last written, per entries file (see render_entries_document).
 _LINES: dict[str, dict[str, tuple[JSONObject, bytes]]] = {}
 #: Whether this process defers the derived files of a write to :func:`flush_deferred` (the MCP
-#: server turns it on; see dec-025 below). Off, every write leaves every file current.
+#: server turns it on, dec-025-2cdb). Off, every write leaves every file current.
 _WRITE_BEHIND: list[bool] = [False]
 
 
@@ -88,6 +88,10 @@ class State:
     source: str = ""
     """SHA-256 of ``entries.json`` after its ``"entries":`` key (empty: not read from a file),
     which keys the caches derived from the entries."""
+    servable: bool = field(default=False, compare=False, repr=False)
+    """Every entry is known to be servable (see :func:`_readable`): no check needed."""
+    sequences: dict[str, int] | None = field(default=None, compare=False, repr=False)
+    """The highest id sequence per kind prefix among the entries seen, once asked for."""
 
 
 @dataclass
@@ -120,7 +124,7 @@ _DEFERRED: dict[str, _Deferred] = {}
 
 
 def write_behind(enabled: bool) -> None:
-    """Defer (or stop deferring) the derived files of this process's writes (dec-025-0d1f).
+    """Defer (or stop deferring) the derived files of this process's writes (dec-025-2cdb).
 
     A write still appends its records to the journal durably before it returns, and every
     reader in every process folds journaled records the entry file lacks, so deferring loses
@@ -319,6 +323,8 @@ class Store:
             journal_bytes=state.journal_bytes,
             purged={key: state.purged[key] for key in sorted(state.purged)},
             source=_written_digest(data),
+            servable=state.servable,  # the same entries, as a parse of their lines gives them
+            sequences=dict(state.sequences) if state.sequences is not None else None,
         )
         _PARSED[path] = ((path, info.st_ino, info.st_size, info.st_mtime_ns), written)
 
@@ -364,8 +370,9 @@ class Store:
                 "was replaced or edited. Run `ctxkeeper doctor` to compare them."
             )
         caught = replace(state, entries=dict(state.entries), skipped={}, purged=dict(state.purged))
-        journal.fold(records, caught.entries)
-        note_purges(records, caught.purged)
+        caught.sequences = dict(state.sequences) if state.sequences is not None else None
+        caught.servable = False  # records read from disk may hold anything
+        _fold(records, caught)
         caught.seq = int(str(records[-1]["seq"]))
         caught.head = str(records[-1]["hash"])
         caught.journal_bytes = view.size
@@ -582,8 +589,7 @@ class Store:
             if (size["size"] if size else 0) != state.journal_bytes:
                 raise StoreError(f"{jpath} changed while the store was locked; retry")
             start = fsutil.append_durably(jpath, data)
-            journal.fold(records, state.entries)
-            note_purges(records, state.purged)
+            _fold(records, state)
             state.seq, state.head = seq, head
             state.journal_bytes = start + len(data)
             journalfile.remember_file(
@@ -600,6 +606,27 @@ class Store:
         self._remember_written(state, data)
         # The hooks' per-edit index follows every write (they never parse the whole store).
         scopeindex.refresh(self.dir, state.entries.values())
+
+
+def _fold(records: list[JSONObject], state: State) -> None:
+    """Fold journal records into ``state``, keeping what it knows about its entries true."""
+    journal.fold(records, state.entries)
+    note_purges(records, state.purged)
+    if state.servable:
+        state.servable = all(
+            entry_shape_problem(after) is None
+            for record in records
+            if isinstance(after := record.get("after"), dict)
+        )
+    if state.sequences is not None:
+        _note_sequences(state.sequences, (str(record.get("id")) for record in records))
+
+
+def _note_sequences(sequences: dict[str, int], ids: Iterable[str]) -> None:
+    for entry_id in ids:
+        parts = _id_parts(entry_id)
+        if parts is not None and parts[1] > sequences.get(parts[0], 0):
+            sequences[parts[0]] = parts[1]
 
 
 def note_purges(records: Iterable[Mapping[str, JSONValue]], purged: dict[str, JSONObject]) -> None:
@@ -640,10 +667,14 @@ def _copied(state: State) -> State:
         purged=dict(state.purged),
         duplicates=list(state.duplicates),
         skipped=dict(state.skipped),
+        sequences=dict(state.sequences) if state.sequences is not None else None,
     )
 
 
 def _readable(state: State) -> State:
+    """``state`` without the entries a read cannot serve (each listed in ``skipped``)."""
+    if state.servable:
+        return state
     known = _SERVABLE
     skipped: dict[str, str] = {}
     servable: dict[str, JSONObject] = {}
@@ -657,6 +688,7 @@ def _readable(state: State) -> State:
     known.clear()
     known.update(servable)
     if not skipped:
+        state.servable = True  # a fact about entries that are never changed in place
         return state
     kept = {k: v for k, v in state.entries.items() if k not in skipped}
     return replace(state, entries=kept, skipped=skipped)
@@ -679,6 +711,8 @@ class Transaction:
         """The store's journal records as committed so far (for verbs that read history)."""
         # Malformed entries stay in the file untouched but out of the write's view.
         self.entries = _readable(state).entries.copy()
+        self._staged: dict[str, int] = {}
+        """The highest id sequence per prefix among the entries this transaction staged."""
         self.events: list[JSONObject] = []
         self.manual_edits = list(manual_edits or [])
         """Hand edits this transaction journals ahead of its own events."""
@@ -742,6 +776,7 @@ class Transaction:
             self.entries.pop(entry_id, None)
         else:
             self.entries[entry_id] = after
+            _note_sequences(self._staged, (entry_id,))
 
     def new_id(self, kind: str) -> str:
         """The next id of ``kind``: prefix, a sequence one past the highest, a random suffix.
@@ -749,11 +784,11 @@ class Transaction:
         The suffix keeps ids unique when two teammates record the same sequence number.
         """
         prefix = KIND_PREFIX[kind]
-        highest = 0
-        for entry_id in self.entries.keys() | self.state.entries.keys():
-            parts = _id_parts(entry_id)
-            if parts is not None and parts[0] == prefix:
-                highest = max(highest, parts[1])
+        if self.state.sequences is None:
+            # Once per state lineage: the writes after it keep the table up to date.
+            self.state.sequences = {}
+            _note_sequences(self.state.sequences, self.state.entries)
+        highest = max(self.state.sequences.get(prefix, 0), self._staged.get(prefix, 0))
         while True:
             candidate = f"{prefix}-{highest + 1:03d}-{secrets.token_hex(2)}"
             if candidate not in self.entries and candidate not in self.state.entries:

@@ -2,7 +2,7 @@
 
 ``select`` on the descriptor cannot see bytes a ``BufferedReader`` already holds, so asking
 "is another request coming?" needs the buffer to be ours. The server asks it after each reply
-while it holds deferred writes (dec-025-0d1f): input soon means a burst, which pays the
+while it holds deferred writes (dec-025-2cdb): input soon means a burst, which pays the
 whole-store rewrites once at its end.
 """
 

@@ -1,4 +1,4 @@
-"""When the server applies the writes it deferred (dec-025-0d1f).
+"""When the server applies the writes it deferred (dec-025-2cdb).
 
 A tool call's write is journaled durably before the reply; the entry file, the hooks' index and
 the team snapshot are rewritten once the client has been quiet for :data:`IDLE_SECONDS`, or
