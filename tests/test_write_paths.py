@@ -190,7 +190,6 @@ def test_the_previous_indented_layout_is_read_and_rewritten(store: Store) -> Non
     assert b'\n    {\n      "id": ' in old  # the control: really the indented layout
     with open(path, "wb") as handle:
         handle.write(old)
-    store_module._LINES.clear()
     store_module._PARSED.clear()
     reread = parse_entries_document(old, path)
     assert not reread.hand_edited

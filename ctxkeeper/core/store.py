@@ -62,8 +62,6 @@ _DIGEST_PLACEHOLDER: Final = "?" * 64
 _SEPARATORS: Final = (", ", ": ")
 _DIGEST_KEY: Final = b'"entries_sha256": "'
 _LINE_START: Final = b'    {"id": '
-#: The encoded line of each entry as last written, per entries file (see render_entries_document).
-_LINES: dict[str, dict[str, tuple[JSONObject, bytes]]] = {}
 #: Whether this process defers the derived files of a write to :func:`flush_deferred` (the MCP
 #: server turns it on, dec-025-2cdb). Off, every write leaves every file current.
 _WRITE_BEHIND: list[bool] = [False]
@@ -303,17 +301,18 @@ class Store:
         key, shared = self._read_entries_cached()
         return key, _copied(shared)
 
-    def _remember_written(self, state: State, data: bytes) -> None:
+    def _remember_written(
+        self, state: State, data: bytes, lines: Mapping[str, tuple[JSONObject, bytes]]
+    ) -> None:
         """Cache the state just written as the parse of the file it wrote, so neither the next
         write nor the next read parses the whole store again: the entries are the values a
         parse of their lines gives (see :func:`render_entries_document`)."""
         path = self.path(ENTRIES_FILE)
-        lines = _LINES.get(path)
         try:
             info = os.stat(path)
         except OSError:
             return
-        if lines is None or len(lines) != len(state.entries):
+        if len(lines) != len(state.entries):
             _PARSED.pop(path, None)
             return
         written = State(
@@ -601,9 +600,9 @@ class Store:
 
     def _write_entries(self, state: State) -> None:
         path = self.path(ENTRIES_FILE)
-        data = render_entries_document(state, path=path)
+        data, lines = _render(state, path)
         fsutil.write_atomic(path, data)
-        self._remember_written(state, data)
+        self._remember_written(state, data, lines)
         # The hooks' per-edit index follows every write (they never parse the whole store).
         scopeindex.refresh(self.dir, state.entries.values())
 
@@ -861,14 +860,19 @@ def _line(value: JSONValue) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=_SEPARATORS).encode()
 
 
-def render_entries_document(state: State, *, path: str | None = None) -> bytes:
+def render_entries_document(state: State) -> bytes:
     """Stable JSON for hand edits: one entry per line (dec-024-d431), sorted by id, fields in
-    model order, carrying the digest that lets the next write notice a hand edit.
+    model order, carrying the digest that lets the next write notice a hand edit."""
+    return _render(state, None)[0]
 
-    :param path: the file this is written to. Each entry's line is kept, with the value a
-        parse of that line gives, for the next render of that path, so a write encodes only
-        the entries it changed: stored entries are never changed in place (readers share
-        them), so an entry that is the same object as last time has the same line.
+
+def _render(state: State, path: str | None) -> tuple[bytes, dict[str, tuple[JSONObject, bytes]]]:
+    """The document, and each entry's line with the value a parse of that line gives.
+
+    :param path: the file this replaces. The lines of the entries it already holds are
+        reused (see :func:`_lines_on_disk`), so a write encodes only the entries it changed:
+        stored entries are never changed in place (readers share them), so an entry that is
+        the same object as the one parsed from that file has the same line.
     """
     lines = _encoded(state, path)
     meta: JSONObject = {
@@ -890,15 +894,15 @@ def render_entries_document(state: State, *, path: str | None = None) -> bytes:
         hashed.update(part)
     meta["entries_sha256"] = hashed.hexdigest()
     head = b'{\n  "version": %d,\n  "journal": ' % STORE_VERSION + _line(meta) + b","
-    return b"".join([head, _ENTRIES_MARKER, *tail])
+    return b"".join([head, _ENTRIES_MARKER, *tail]), lines
 
 
 def _encoded(state: State, path: str | None) -> dict[str, tuple[JSONObject, bytes]]:
     """Each entry, sorted by id, as a parse of its line gives it (the *canonical* value), with
-    the line; lines are reused from the last render of ``path`` for unchanged entries."""
-    previous = _LINES.get(path, {}) if path is not None else {}
-    if path is not None and not previous:
-        previous = _lines_on_disk(path)
+    the line; lines are reused from the file at ``path`` for unchanged entries."""
+    # Read back from the file, not kept in memory between writes: a second copy of every
+    # entry's text would cost a long-running server 8 MB at 10,000 entries.
+    previous = _lines_on_disk(path) if path is not None else {}
     lines: dict[str, tuple[JSONObject, bytes]] = {}
     fresh: list[str] = []
     for key in sorted(state.entries):
@@ -913,17 +917,14 @@ def _encoded(state: State, path: str | None) -> dict[str, tuple[JSONObject, byte
         values = json.loads(b"[" + b",".join(lines[key][1] for key in fresh) + b"]")
         for key, value in zip(fresh, values, strict=True):
             lines[key] = (value, lines[key][1])
-    if path is not None:
-        _LINES.clear()  # a process serves one store: keep only the latest file's lines
-        _LINES[path] = lines
     return lines
 
 
 def _lines_on_disk(path: str) -> dict[str, tuple[JSONObject, bytes]]:
     """The lines of the entry file as its writer left them, each with the parsed entry, when
     this process holds that file's parse (see :meth:`Store._read_entries_cached`) and the file
-    is laid out one entry per line and not hand-edited; else nothing. A process's first write
-    then encodes only what it changes, and holds no second copy of every entry."""
+    is laid out one entry per line and not hand-edited; else nothing. A write then encodes
+    only what it changes, and no second copy of every entry is kept between writes."""
     cached = _PARSED.get(path)
     if cached is None or cached[1].hand_edited or cached[1].duplicates:
         return {}

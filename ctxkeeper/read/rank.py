@@ -129,7 +129,7 @@ def state_key(state: State) -> str | None:
 
 
 _BUILDER: Final = hashlib.sha256(
-    f"{__version__}{sorted(textindex.FIELD_WEIGHTS.items())}{sorted(textindex.HEADLINE_FIELDS)}".encode()
+    f"{__version__}{sorted(textindex.FIELD_WEIGHTS.items())}{textindex.CACHE_VERSION}".encode()
 ).hexdigest()[:12]
 
 

@@ -33,8 +33,6 @@ FIELD_WEIGHTS: Final = {
     "steps": 0.8,
     "alternatives": 0.6,
 }
-#: Fields a query term must hit for the entry to count as *about* that term.
-HEADLINE_FIELDS: Final = frozenset({"summary", "rule", "name", "tags"})
 _K1: Final = 1.2
 _B: Final = 0.6
 _MIN_PREFIX: Final = 4
@@ -59,7 +57,6 @@ class TextIndex:
     postings: dict[str, Posting] = field(default_factory=dict)
     """Per term, the entries holding it (ascending) and its weighted frequency in each, as
     two typed arrays: a tenth of the memory of a dict per term in a long-running server."""
-    headline_terms: list[frozenset[str]] = field(default_factory=list)
     lengths: list[float] = field(default_factory=list)
     vocabulary: list[str] = field(default_factory=list)
     average_length: float = 1.0
@@ -71,7 +68,6 @@ class TextIndex:
         for doc, entry in enumerate(entries):
             index.ids.append(str(entry.get("id")))
             length = 0.0
-            headline: set[str] = set()
             bucket: dict[str, float] = {}
             for name, weight in FIELD_WEIGHTS.items():
                 text = field_text(entry.get(name))
@@ -82,8 +78,6 @@ class TextIndex:
                         continue
                     bucket[term] = bucket.get(term, 0.0) + weight
                     length += weight
-                    if name in HEADLINE_FIELDS:
-                        headline.add(term)
             for term, tf in bucket.items():
                 posting = postings.get(term)
                 if posting is None:
@@ -91,7 +85,6 @@ class TextIndex:
                 posting[0].append(doc)
                 posting[1].append(tf)
             index.lengths.append(length)
-            index.headline_terms.append(frozenset(headline))
         index.vocabulary = sorted(index.postings)
         index.average_length = (sum(index.lengths) / len(index.lengths)) if index.lengths else 1.0
         return index
@@ -170,7 +163,7 @@ class TextIndex:
 
 #: Under ``.context/cache/``: the index of the last store state a cold process built it for.
 CACHE_FILE: Final = "text-index.json"
-CACHE_VERSION: Final = 1
+CACHE_VERSION: Final = 2
 
 
 class IndexCacheError(ValueError):
@@ -225,7 +218,6 @@ def _encode(index: TextIndex, key: str) -> bytes:
         "key": key,
         "ids": index.ids,
         "lengths": index.lengths,
-        "headline": [" ".join(sorted(terms)) for terms in index.headline_terms],
         "postings": {
             term: " ".join(f"{doc}:{weight!r}" for doc, weight in zip(*posting, strict=True))
             for term, posting in index.postings.items()
@@ -242,23 +234,18 @@ def _decode(data: bytes, key: str, ids: list[str]) -> TextIndex:
         raise IndexCacheError("does not parse") from exc
     if not isinstance(doc, dict) or doc.get("version") != CACHE_VERSION or doc.get("key") != key:
         raise IndexCacheError("stale")
-    lengths, headline, postings = doc.get("lengths"), doc.get("headline"), doc.get("postings")
+    lengths, postings = doc.get("lengths"), doc.get("postings")
     if doc.get("ids") != ids or not isinstance(postings, dict):
         raise IndexCacheError("other entries")
     if not isinstance(lengths, list) or len(lengths) != len(ids):
         raise IndexCacheError("lengths")
     if not all(type(n) in (int, float) and n >= 0 for n in lengths):
         raise IndexCacheError("lengths")
-    if not isinstance(headline, list) or len(headline) != len(ids):
-        raise IndexCacheError("headline")
-    if not all(isinstance(t, str) for t in headline):
-        raise IndexCacheError("headline")
     if not all(isinstance(t, str) for t in postings.values()):
         raise IndexCacheError("postings")
     index = TextIndex(
         ids=list(ids),
         postings=_Postings(postings, len(ids)),
-        headline_terms=[frozenset(t.split()) for t in headline],
         lengths=[float(n) for n in lengths],
     )
     index.vocabulary = sorted(postings)
