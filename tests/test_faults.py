@@ -42,7 +42,7 @@ from tests.conftest import REPO_ROOT
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping
+    from collections.abc import Callable, Iterator, Mapping, Sequence
     from pathlib import Path
 
     from ctxkeeper.core._types import JSONObject
@@ -115,7 +115,8 @@ def _atomic_write(name: str, phase: str) -> Callable[[Callable[[], bool], random
     def install(fire: Callable[[], bool], rng: random.Random) -> None:
         real = fsutil.write_atomic
 
-        def patched(path: str, data: bytes, *, durable: bool = True) -> None:
+        def patched(path: str, data: bytes | Sequence[bytes], *, durable: bool = True) -> None:
+            data = data if isinstance(data, bytes) else b"".join(data)
             if os.path.basename(path) != name or not fire():
                 real(path, data, durable=durable)
                 return

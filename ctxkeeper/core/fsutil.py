@@ -11,7 +11,7 @@ from ctxkeeper.core.errors import LockTimeoutError, StoreError, UnsafeStoreError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
 
 # con-003-a7ed: O_NOFOLLOW makes the kernel refuse a symlink at the last path component, closing the gap
 # between our lstat check and the open (a cloned repository is untrusted input).
@@ -80,8 +80,9 @@ def fsync_dir(directory: str) -> None:
             os.close(fd)
 
 
-def write_atomic(path: str, data: bytes, *, durable: bool = True) -> None:
-    """Replace ``path`` with ``data`` so a reader sees the old or the new file, never half.
+def write_atomic(path: str, data: bytes | Sequence[bytes], *, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` (bytes, or parts written in order) so a reader sees the
+    old or the new file, never half.
 
     :param durable: fsync the file and its directory; a derived cache skips this, since
         losing it to a crash only costs a rebuild.
@@ -95,7 +96,10 @@ def write_atomic(path: str, data: bytes, *, durable: bool = True) -> None:
         # mkstemp makes the file private (0600); store files are ordinary project files.
         os.fchmod(fd, _file_mode(path))
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            if isinstance(data, bytes):
+                handle.write(data)
+            else:
+                handle.writelines(data)
             handle.flush()
             if durable:
                 os.fsync(handle.fileno())

@@ -60,7 +60,6 @@ HAND_EDIT_ACTOR: Final = MappingProxyType({"origin": "user", "user": None})
 _ENTRIES_MARKER: Final = b'\n  "entries": '
 _DIGEST_PLACEHOLDER: Final = "?" * 64
 _SEPARATORS: Final = (", ", ": ")
-_DIGEST_KEY: Final = b'"entries_sha256": "'
 _LINE_START: Final = b'    {"id": '
 #: Whether this process defers the derived files of a write to :func:`flush_deferred` (the MCP
 #: server turns it on, dec-025-2cdb). Off, every write leaves every file current.
@@ -302,7 +301,7 @@ class Store:
         return key, _copied(shared)
 
     def _remember_written(
-        self, state: State, data: bytes, lines: Mapping[str, tuple[JSONObject, bytes]]
+        self, state: State, digest: str, lines: Mapping[str, tuple[JSONObject, bytes]]
     ) -> None:
         """Cache the state just written as the parse of the file it wrote, so neither the next
         write nor the next read parses the whole store again: the entries are the values a
@@ -321,7 +320,7 @@ class Store:
             head=state.head,
             journal_bytes=state.journal_bytes,
             purged={key: state.purged[key] for key in sorted(state.purged)},
-            source=_written_digest(data),
+            source=digest,
             servable=state.servable,  # the same entries, as a parse of their lines gives them
             sequences=dict(state.sequences) if state.sequences is not None else None,
         )
@@ -600,9 +599,9 @@ class Store:
 
     def _write_entries(self, state: State) -> None:
         path = self.path(ENTRIES_FILE)
-        data, lines = _render(state, path)
-        fsutil.write_atomic(path, data)
-        self._remember_written(state, data, lines)
+        parts, lines, digest = _render(state, path)
+        fsutil.write_atomic(path, parts)  # the parts, not one join: no second copy of the store
+        self._remember_written(state, digest, lines)
         # The hooks' per-edit index follows every write (they never parse the whole store).
         scopeindex.refresh(self.dir, state.entries.values())
 
@@ -842,12 +841,6 @@ def _entries_digest(data: bytes) -> str | None:
         return hashlib.sha256(view[at + len(_ENTRIES_MARKER) :]).hexdigest()
 
 
-def _written_digest(data: bytes) -> str:
-    """The digest :func:`render_entries_document` put in ``data`` (what a parse computes)."""
-    at = data.find(_DIGEST_KEY)
-    return data[at + len(_DIGEST_KEY) : at + len(_DIGEST_KEY) + 64].decode() if at >= 0 else ""
-
-
 def _int(value: JSONValue, path: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise StoreError(f"{path}: journal seq and bytes must be non-negative integers")
@@ -863,11 +856,14 @@ def _line(value: JSONValue) -> bytes:
 def render_entries_document(state: State) -> bytes:
     """Stable JSON for hand edits: one entry per line (dec-024-d431), sorted by id, fields in
     model order, carrying the digest that lets the next write notice a hand edit."""
-    return _render(state, None)[0]
+    return b"".join(_render(state, None)[0])
 
 
-def _render(state: State, path: str | None) -> tuple[bytes, dict[str, tuple[JSONObject, bytes]]]:
-    """The document, and each entry's line with the value a parse of that line gives.
+def _render(
+    state: State, path: str | None
+) -> tuple[list[bytes], dict[str, tuple[JSONObject, bytes]], str]:
+    """The document's parts, each entry's line with the value a parse of that line gives, and
+    the digest the document carries.
 
     :param path: the file this replaces. The lines of the entries it already holds are
         reused (see :func:`_lines_on_disk`), so a write encodes only the entries it changed:
@@ -894,7 +890,7 @@ def _render(state: State, path: str | None) -> tuple[bytes, dict[str, tuple[JSON
         hashed.update(part)
     meta["entries_sha256"] = hashed.hexdigest()
     head = b'{\n  "version": %d,\n  "journal": ' % STORE_VERSION + _line(meta) + b","
-    return b"".join([head, _ENTRIES_MARKER, *tail]), lines
+    return [head, _ENTRIES_MARKER, *tail], lines, str(meta["entries_sha256"])
 
 
 def _encoded(state: State, path: str | None) -> dict[str, tuple[JSONObject, bytes]]:
@@ -938,16 +934,21 @@ def _lines_on_disk(path: str) -> dict[str, tuple[JSONObject, bytes]]:
     entries = cached[1].entries
     if data is None:
         return {}
-    found = [line for line in data.split(b"\n") if line.startswith(_LINE_START)]
-    if len(found) != len(entries):
-        return {}
     lines: dict[str, tuple[JSONObject, bytes]] = {}
-    for line, (key, value) in zip(found, entries.items(), strict=True):
-        body = line[4:-1] if line.endswith(b",") else line[4:]
-        if not body.startswith(_LINE_START[4:] + _line(key) + b", "):
+    expected = iter(entries.items())
+    marker = b"\n" + _LINE_START
+    at = data.find(marker)
+    while at >= 0:  # each entry's line sliced out once: no list of every line beside the file
+        start = at + 1 + 4
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        body = data[start : end - 1] if data[end - 1 : end] == b"," else data[start:end]
+        item = next(expected, None)
+        if item is None or not body.startswith(_LINE_START[4:] + _line(item[0]) + b", "):
             return {}
-        lines[key] = (value, body)
-    return lines
+        lines[item[0]] = (item[1], body)
+        at = data.find(marker, end)
+    return lines if len(lines) == len(entries) else {}
 
 
 def _block(opening: bytes, closing: bytes, items: list[bytes]) -> list[bytes]:
