@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import re
+from _collections_abc import dict_values
 from array import array
+from bisect import bisect_left
 from collections import Counter
 from functools import lru_cache
+from itertools import chain, compress, filterfalse
+from math import ceil
+from operator import is_not
 from types import MappingProxyType
 from typing import Final, Literal, TypedDict
 
@@ -17,7 +22,7 @@ from ctxkeeper.write.polarity import NEGATORS, SIDES, number_token, polarity_con
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Collection, Iterable, Mapping, Sequence
 
 __all__ = [
     "RESTATEMENT_THRESHOLD",
@@ -569,77 +574,148 @@ SHORTLIST_FLOOR: Final[float] = min(
 #: Below this many stored entries a plain scan is about as fast, and the index is not built.
 INDEX_MIN_ENTRIES: Final = 32
 _SLACK: Final = 1e-9
+# Between a bound and the score it bounds, computed in floating point in different orders.
+_ROUNDING: Final = 1e-12
+_CUT_ROUNDING: Final = 1e-6
+#: A feature held by more than this share of the indexed entries may be left unread (the
+#: suffix of :meth:`SimilarityIndex.shortlist`); rarer ones are always read.
+_COMMON: Final = 0.25
+
+#: What a caller that tracks its changes can say about the entries it passes to
+#: :meth:`SimilarityIndex.sync`: ``(since, version, ids)``, "these entries are the ones synced
+#: as ``since`` except at most at ``ids``; call them ``version``".
+Changes = tuple[object, object, "Collection[str]"]
+
+
+def _bound(weight_w: float, shared_w: int, size_w: int, shared_g: int, size_g: int) -> float:
+    """The highest primary blend a stored entry sharing at most ``shared_w`` of the
+    candidate's ``size_w`` words and ``shared_g`` of its ``size_g`` trigrams can have.
+
+    Dice ``2 o / (|x| + |y|)`` with ``|y| >= o`` is at most ``2 o / (|x| + o)``, which grows
+    with ``o``; the blend is ``weight_w`` times the word Dice plus the rest times the trigram
+    Dice.
+    """
+    dice_w = 2 * shared_w / (size_w + shared_w) if shared_w else 0.0
+    dice_g = 2 * shared_g / (size_g + shared_g) if shared_g else 0.0
+    return weight_w * dice_w + (1 - weight_w) * dice_g
+
+
+def _contains(postings: array[int], doc: int) -> bool:
+    at = bisect_left(postings, doc)
+    return at < len(postings) and postings[at] == doc
 
 
 class SimilarityIndex:
     """An inverted index of the stored entries' primary-field words and trigrams.
 
-    :meth:`shortlist` returns, in their given order, the entries that *can* score at least a
-    floor against a candidate, from overlap counts alone: every other entry provably scores
-    below it, so the checks give the same answers as a scan of every entry (the similarity
-    evals hold them to it). Kept warm between writes and brought up to date by entry
-    identity: a stored entry is replaced on change, never changed in place.
+    :meth:`shortlist` returns the entries that *can* score at least a floor against a
+    candidate, from overlap counts alone: every other entry provably scores below it, so the
+    checks give the same answers as a scan of every entry (the similarity evals hold them to
+    it). Kept warm between writes and brought up to date by entry identity: a stored entry is
+    replaced on change, never changed in place, so :meth:`sync` re-indexes only the entries
+    whose object changed.
+
+    Postings are ``array('i')`` of document numbers, ascending (a document gets the next
+    number when it is indexed, and removal keeps the order), so membership is a bisection.
     """
 
     def __init__(self) -> None:
-        self._docs: dict[str, tuple[Mapping[str, object], int]] = {}
+        self._entries: dict[str, Mapping[str, object]] = {}
+        self._doc_of: dict[str, int] = {}
         self._ids: dict[int, str] = {}
         self._words: dict[str, array[int]] = {}
         self._grams: dict[str, array[int]] = {}
         self._sizes: dict[int, tuple[int, int, bool]] = {}
         self._empty: set[int] = set()
         self._prints: dict[str, set[int]] = {}
+        self._tombstones: set[int] = set()
+        # How many indexed entries have each word count and trigram count (their minimum
+        # bounds every entry's Dice from above).
+        self._word_sizes: Counter[int] = Counter()
+        self._gram_sizes: Counter[int] = Counter()
         self._next = 0
+        self._version: object = None
 
     def __len__(self) -> int:
-        return len(self._docs)
+        return len(self._entries)
 
-    def sync(self, stored: Sequence[Mapping[str, object]]) -> bool:
-        """Index exactly these entries; False (nothing indexed) when one has no string id or
-        two share one, so the caller scans instead."""
-        seen: set[str] = set()
-        for entry in stored:
-            entry_id = entry.get("id")
-            if not isinstance(entry_id, str) or entry_id in seen:
-                return False
-            seen.add(entry_id)
-            known = self._docs.get(entry_id)
-            if known is not None and known[0] is entry:
-                continue
-            if known is not None:
+    def sync(
+        self, entries: Mapping[str, Mapping[str, object]], changes: Changes | None = None
+    ) -> None:
+        """Index exactly these entries (by their keys), re-indexing only those that changed.
+
+        The entries whose object differs from the one indexed under their id are found by one
+        pass of C-level iteration (no Python code runs per unchanged entry). With ``changes``
+        whose ``since`` is the version this index last synced, only its ``ids`` are looked
+        at; when the counts then disagree, or the version is not this index's, the whole
+        mapping is compared as without it.
+        """
+        mine = self._entries
+        changed: Iterable[str]
+        if changes is not None and self._version is not None and changes[0] == self._version:
+            changed = [i for i in changes[2] if entries.get(i) is not mine.get(i)]
+            self._apply(entries, changed)
+            if len(mine) != len(entries):
+                self._apply_all(entries)
+        else:
+            self._apply_all(entries)
+        self._version = changes[1] if changes is not None else None
+
+    def _apply_all(self, entries: Mapping[str, Mapping[str, object]]) -> None:
+        mine = self._entries
+        changed = list(compress(entries, map(is_not, entries.values(), map(mine.get, entries))))
+        self._apply(entries, changed)
+        if len(mine) != len(entries):
+            for entry_id in list(filterfalse(entries.__contains__, mine)):
                 self._remove(entry_id)
-            self._add(entry_id, entry)
-        for entry_id in [i for i in self._docs if i not in seen]:
-            self._remove(entry_id)
-        return True
+
+    def _apply(self, entries: Mapping[str, Mapping[str, object]], changed: Iterable[str]) -> None:
+        for entry_id in changed:
+            if entry_id in self._entries:
+                self._remove(entry_id)
+            entry = entries.get(entry_id)
+            if entry is not None:
+                self._add(entry_id, entry)
 
     def _add(self, entry_id: str, entry: Mapping[str, object]) -> None:
         doc = self._next
         self._next += 1
         text = _uncached_text(entry, _PRIMARY)
         words, grams = _uncached_features(text)
-        self._docs[entry_id] = (entry, doc)
+        self._entries[entry_id] = entry
+        self._doc_of[entry_id] = doc
         self._ids[doc] = entry_id
         self._sizes[doc] = (len(words), len(grams), bool(_uncached_text(entry, _SECONDARY)))
+        self._word_sizes[len(words)] += 1
+        self._gram_sizes[len(grams)] += 1
         if not grams:
             self._empty.add(doc)
         for word in words:
             self._words.setdefault(word, array("i")).append(doc)
         for gram in grams:
             self._grams.setdefault(gram, array("i")).append(doc)
-        if text and entry.get("status") in TOMBSTONE_STATUSES:
-            self._prints.setdefault(_fingerprint(text), set()).add(doc)
+        if entry.get("status") in TOMBSTONE_STATUSES:
+            self._tombstones.add(doc)
+            if text:
+                self._prints.setdefault(_fingerprint(text), set()).add(doc)
 
     def _remove(self, entry_id: str) -> None:
-        entry, doc = self._docs.pop(entry_id)
-        del self._ids[doc], self._sizes[doc]
+        entry = self._entries.pop(entry_id)
+        doc = self._doc_of.pop(entry_id)
+        doc_w, doc_g, _ = self._sizes.pop(doc)
+        del self._ids[doc]
+        for counts, size in ((self._word_sizes, doc_w), (self._gram_sizes, doc_g)):
+            counts[size] -= 1
+            if not counts[size]:
+                del counts[size]
         self._empty.discard(doc)
+        self._tombstones.discard(doc)
         text = _uncached_text(entry, _PRIMARY)
         words, grams = _uncached_features(text)
         for table, keys in ((self._words, words), (self._grams, grams)):
             for key in keys:
                 postings = table[key]
-                postings.remove(doc)
+                del postings[bisect_left(postings, doc)]
                 if not postings:
                     del table[key]
         if text and entry.get("status") in TOMBSTONE_STATUSES:
@@ -654,57 +730,169 @@ class SimilarityIndex:
         """The ids of the indexed entries that can score ``floor`` or more against the
         candidate, with every tombstone of the same fingerprint; None: scan them all.
 
-        A score is the primary fields' blend ``p`` of word and trigram Dice, refined to
-        ``0.8 p + 0.2 q`` when both sides have secondary text (``q`` at most 1), so an entry
-        needs ``p`` (or ``0.8 p + 0.2``) to reach the floor, and ``p`` follows from how many
-        words and trigrams it shares with the candidate, which the postings count.
+        **The score.** A score is the primary fields' blend ``p = 0.6 Dw + 0.4 Dg`` of word
+        and trigram Dice (``Dw = 2 ow / (|Wx| + |Wy|)``, ``ow`` the shared words; the same for
+        trigrams), refined to ``0.8 p + 0.2 q`` when both sides have secondary text (``q`` at
+        most 1). An entry is kept when this, with ``q = 1``, reaches ``floor - 1e-9``: it
+        needs ``p >= need``, where ``need`` is ``floor - 1e-9`` or, when the candidate has
+        secondary text, ``(floor - 1e-9 - 0.2) / 0.8``.
+
+        **Candidates (prefix filtering).** The candidate's words and trigrams present in the
+        index are taken most common first (longest postings); each goes into the *suffix*
+        ``R`` while :func:`_bound` of ``R`` stays below ``need``, otherwise into the *prefix*.
+        An entry sharing no prefix feature shares at most ``|Rw|`` words and ``|Rg|``
+        trigrams, so its ``p`` is at most ``_bound(Rw, Rg) < need`` (Dice with ``|y| >= o`` is
+        at most ``2 o / (|x| + o)``, increasing in ``o``): it cannot be kept, and only the
+        prefix postings (the rare features) are read to find the rest.
+
+        **Verification.** For an entry found in the prefix postings, its prefix overlaps are
+        counted exactly; the suffix adds at most ``min(|R|, |y| - counted)`` of each. If even
+        that cannot reach ``need`` it is dropped; if the counted overlaps alone reach it, it
+        is kept; otherwise its suffix overlaps are counted by bisecting the suffix postings,
+        and it is kept by exactly the rule above. So the ids returned are exactly those the
+        rule keeps among all indexed entries, plus the entries without trigrams and the
+        same-fingerprint tombstones (tests/test_similarity_index.py holds this against a
+        scan).
         """
         text = statement(candidate)
         words, grams = _features(text)
         if not grams:
             return None
-        shared_words: Counter[int] = Counter()
-        for word in words:
-            postings = self._words.get(word)
-            if postings is not None:
-                shared_words.update(postings)
-        shared_grams: Counter[int] = Counter()
-        for gram in grams:
-            postings = self._grams.get(gram)
-            if postings is not None:
-                shared_grams.update(postings)
         refined = bool(_secondary_text(candidate))
         size_w, size_g = len(words), len(grams)
+        keep_at = floor - _SLACK
+        need = (keep_at - (1 - _PRIMARY_WEIGHT)) / _PRIMARY_WEIGHT if refined else keep_at
+        found: list[tuple[int, bool, array[int]]] = []
+        for table, is_word, keys in ((self._words, True, words), (self._grams, False, grams)):
+            for key in keys:
+                postings = table.get(key)
+                if postings is not None:
+                    found.append((len(postings), is_word, postings))
+        found.sort(key=lambda item: item[0], reverse=True)
+        common = _COMMON * len(self._entries)
+        suffix_w: list[array[int]] = []
+        suffix_g: list[array[int]] = []
+        prefix_w: list[array[int]] = []
+        prefix_g: list[array[int]] = []
+        for _length, is_word, postings in found:
+            more_w, more_g = len(suffix_w) + is_word, len(suffix_g) + (not is_word)
+            if (
+                _length > common
+                and _bound(_TERM_WEIGHT, more_w, size_w, more_g, size_g) + _ROUNDING < need
+            ):
+                (suffix_w if is_word else suffix_g).append(postings)
+            else:
+                (prefix_w if is_word else prefix_g).append(postings)
+        rest_w, rest_g = len(suffix_w), len(suffix_g)
         keep = set(self._empty)
         keep.update(self._prints.get(_fingerprint(text), ()))
-        for doc, overlap in shared_grams.items():
-            doc_w, doc_g, doc_refined = self._sizes[doc]
-            dice_w = 2 * shared_words[doc] / (size_w + doc_w) if doc_w else 0.0
-            primary = _TERM_WEIGHT * dice_w + (1 - _TERM_WEIGHT) * 2 * overlap / (size_g + doc_g)
-            if refined and doc_refined:
-                primary = _PRIMARY_WEIGHT * primary + (1 - _PRIMARY_WEIGHT)
-            if primary >= floor - _SLACK:
-                keep.add(doc)
-        return {self._ids[doc] for doc in keep}
+        if not self._entries:
+            return {self._ids[doc] for doc in keep}
+        # A weighted count (words ``ratio`` times) that no entry able to reach ``need`` can
+        # fall short of, from the smallest indexed sizes: the cut runs in C.
+        least_w, least_g = min(self._word_sizes), min(self._gram_sizes)
+        per_word = 2 * _TERM_WEIGHT / (size_w + least_w)
+        per_gram = 2 * (1 - _TERM_WEIGHT) / (size_g + least_g)
+        ratio = max(1, ceil(per_word / per_gram))
+        cut = ceil(need / per_gram - rest_g - ratio * rest_w - _CUT_ROUNDING)
+        shared_words: Counter[int] = Counter()
+        shared_grams: Counter[int] = Counter()
+        for postings in prefix_w:
+            shared_words.update(postings)
+        for postings in prefix_g:
+            shared_grams.update(postings)
+        weighted = Counter(shared_grams)
+        for _ in range(ratio):
+            weighted.update(chain.from_iterable(prefix_w))
+        survivors = compress(weighted.keys(), map(cut.__le__, weighted.values()))
+        sizes = self._sizes
+        for doc in survivors:
+            doc_w, doc_g, doc_refined = sizes[doc]
+            counted_w, counted_g = shared_words[doc], shared_grams[doc]
+            most_w = counted_w + min(rest_w, doc_w - counted_w)
+            most_g = counted_g + min(rest_g, doc_g - counted_g)
+            lift = refined and doc_refined
+            if _primary(most_w, most_g, size_w, size_g, doc_w, doc_g, lift) < keep_at:
+                continue
+            if _primary(counted_w, counted_g, size_w, size_g, doc_w, doc_g, lift) < keep_at:
+                counted_w += sum(_contains(postings, doc) for postings in suffix_w)
+                counted_g += sum(_contains(postings, doc) for postings in suffix_g)
+                if _primary(counted_w, counted_g, size_w, size_g, doc_w, doc_g, lift) < keep_at:
+                    continue
+            keep.add(doc)
+        ids = self._ids
+        return {ids[doc] for doc in keep}
+
+    def tombstones_among(self, ids: Iterable[str]) -> int:
+        """How many of these indexed ids are tombstones (deprecated or rejected)."""
+        doc_of, tombstones = self._doc_of, self._tombstones
+        return sum(doc_of[entry_id] in tombstones for entry_id in ids)
+
+
+def _primary(
+    shared_w: int, shared_g: int, size_w: int, size_g: int, doc_w: int, doc_g: int, lift: bool
+) -> float:
+    """The kept-or-not score of :meth:`SimilarityIndex.shortlist` from overlap counts."""
+    dice_w = 2 * shared_w / (size_w + doc_w) if doc_w else 0.0
+    primary = _TERM_WEIGHT * dice_w + (1 - _TERM_WEIGHT) * 2 * shared_g / (size_g + doc_g)
+    if lift:
+        primary = _PRIMARY_WEIGHT * primary + (1 - _PRIMARY_WEIGHT)
+    return primary
 
 
 _INDEX = SimilarityIndex()
 
 
 def shortlist(
-    candidate: Mapping[str, object], stored: Iterable[Mapping[str, object]]
+    candidate: Mapping[str, object],
+    stored: Iterable[Mapping[str, object]],
+    *,
+    changes: Changes | None = None,
 ) -> list[Mapping[str, object]]:
-    """The stored entries, in their order, that can matter to any check of the candidate.
+    """The stored entries that can matter to any check of the candidate.
 
     The same answers as passing every stored entry to :func:`similar_entries`,
     :func:`matching_tombstone` and :func:`possible_supersession`, at the cost of the few
     plausible ones: a process-wide :class:`SimilarityIndex` (built on first use, kept warm
     in the server) proposes them. Small stores are returned whole.
+
+    ``stored`` as a dict's ``values()`` view (a transaction's ``entries.values()``) is synced
+    by the dict's keys without a Python-level pass over it; any other iterable is read whole
+    (and scanned whole when an entry has no string id or two share one). ``changes``: see
+    :meth:`SimilarityIndex.sync`, for a dict view only.
+
+    The entries come in their stored order when two or more tombstones are among them, the
+    only case an order can change a finding (:func:`matching_tombstone` keeps the first of
+    equal scores); otherwise in the order they were indexed.
     """
-    entries = list(stored)
-    if len(entries) < INDEX_MIN_ENTRIES or not _INDEX.sync(entries):
-        return entries
+    entries: Mapping[str, Mapping[str, object]]
+    if isinstance(stored, dict_values):
+        entries = stored.mapping
+        if len(entries) < INDEX_MIN_ENTRIES:
+            return list(entries.values())
+    else:
+        listed = list(stored)
+        if len(listed) < INDEX_MIN_ENTRIES:
+            return listed
+        entries = _by_id(listed)
+        if len(entries) != len(listed):
+            return listed
+        changes = None
+    _INDEX.sync(entries, changes)
     keep = _INDEX.shortlist(candidate)
     if keep is None:
-        return entries
-    return [entry for entry in entries if entry.get("id") in keep]
+        return list(entries.values())
+    if _INDEX.tombstones_among(keep) > 1:
+        return [entries[entry_id] for entry_id in filter(keep.__contains__, entries)]
+    return [entries[entry_id] for entry_id in sorted(keep, key=_INDEX._doc_of.__getitem__)]
+
+
+def _by_id(listed: Sequence[Mapping[str, object]]) -> dict[str, Mapping[str, object]]:
+    """The entries by id; shorter than ``listed`` when an id is missing or repeated."""
+    out: dict[str, Mapping[str, object]] = {}
+    for entry in listed:
+        entry_id = entry.get("id")
+        if not isinstance(entry_id, str) or entry_id in out:
+            return {}
+        out[entry_id] = entry
+    return out
