@@ -10,7 +10,7 @@ from collections import Counter
 from functools import lru_cache
 from itertools import chain, compress, filterfalse
 from math import ceil
-from operator import is_not
+from operator import is_not, le
 from types import MappingProxyType
 from typing import Final, Literal, TypedDict
 
@@ -575,7 +575,6 @@ SHORTLIST_FLOOR: Final[float] = min(
 INDEX_MIN_ENTRIES: Final = 32
 _SLACK: Final = 1e-9
 # Between a bound and the score it bounds, computed in floating point in different orders.
-_ROUNDING: Final = 1e-12
 _CUT_ROUNDING: Final = 1e-6
 #: A feature held by more than this share of the indexed entries may be left unread (the
 #: suffix of :meth:`SimilarityIndex.shortlist`); rarer ones are always read.
@@ -586,18 +585,17 @@ _COMMON: Final = 0.25
 #: as ``since`` except at most at ``ids``; call them ``version``".
 Changes = tuple[object, object, "Collection[str]"]
 
-
-def _bound(weight_w: float, shared_w: int, size_w: int, shared_g: int, size_g: int) -> float:
-    """The highest primary blend a stored entry sharing at most ``shared_w`` of the
-    candidate's ``size_w`` words and ``shared_g`` of its ``size_g`` trigrams can have.
-
-    Dice ``2 o / (|x| + |y|)`` with ``|y| >= o`` is at most ``2 o / (|x| + o)``, which grows
-    with ``o``; the blend is ``weight_w`` times the word Dice plus the rest times the trigram
-    Dice.
-    """
-    dice_w = 2 * shared_w / (size_w + shared_w) if shared_w else 0.0
-    dice_g = 2 * shared_g / (size_g + shared_g) if shared_g else 0.0
-    return weight_w * dice_w + (1 - weight_w) * dice_g
+# The score's parts as weights of the three indexed Dice (primary words, primary trigrams,
+# secondary words), and what the unindexed secondary trigrams can add at most: a pair where
+# only one side has secondary text, and a pair where both have.
+_PLAIN: Final = (_TERM_WEIGHT, 1 - _TERM_WEIGHT, 0.0, 0.0)
+_BOTH: Final = (
+    _PRIMARY_WEIGHT * _TERM_WEIGHT,
+    _PRIMARY_WEIGHT * (1 - _TERM_WEIGHT),
+    (1 - _PRIMARY_WEIGHT) * _TERM_WEIGHT,
+    (1 - _PRIMARY_WEIGHT) * (1 - _TERM_WEIGHT),
+)
+_WORDS1, _GRAMS1, _WORDS2 = 0, 1, 2
 
 
 def _contains(postings: array[int], doc: int) -> bool:
@@ -605,15 +603,31 @@ def _contains(postings: array[int], doc: int) -> bool:
     return at < len(postings) and postings[at] == doc
 
 
-class SimilarityIndex:
-    """An inverted index of the stored entries' primary-field words and trigrams.
+def _dice_of(shared: int, size: int, doc_size: int) -> float:
+    return 2 * shared / (size + doc_size) if doc_size else 0.0
 
-    :meth:`shortlist` returns the entries that *can* score at least a floor against a
-    candidate, from overlap counts alone: every other entry provably scores below it, so the
-    checks give the same answers as a scan of every entry (the similarity evals hold them to
-    it). Kept warm between writes and brought up to date by entry identity: a stored entry is
-    replaced on change, never changed in place, so :meth:`sync` re-indexes only the entries
-    whose object changed.
+
+def _counted_score(
+    weights: Sequence[float], shared: Sequence[int], sizes: Sequence[int], doc_sizes: Sequence[int]
+) -> float:
+    """The most a score can be with these shared primary words, primary trigrams and
+    secondary words (the secondary trigrams, not counted, at their most)."""
+    return weights[3] + sum(
+        weights[family] * _dice_of(shared[family], sizes[family], doc_sizes[family])
+        for family in (_WORDS1, _GRAMS1, _WORDS2)
+    )
+
+
+class SimilarityIndex:
+    """An inverted index of the stored entries' words and trigrams (primary fields) and
+    words (secondary fields).
+
+    :meth:`shortlist` returns the entries that score at least a floor against a candidate,
+    found from overlap counts: every other entry provably scores below it, so the checks give
+    the same answers as a scan of every entry (the similarity evals and
+    tests/test_similarity_index.py hold them to it). Kept warm between writes and brought up
+    to date by entry identity: a stored entry is replaced on change, never changed in place,
+    so :meth:`sync` re-indexes only the entries whose object changed.
 
     Postings are ``array('i')`` of document numbers, ascending (a document gets the next
     number when it is indexed, and removal keeps the order), so membership is a bisection.
@@ -622,17 +636,21 @@ class SimilarityIndex:
     def __init__(self) -> None:
         self._entries: dict[str, Mapping[str, object]] = {}
         self._doc_of: dict[str, int] = {}
-        self._ids: dict[int, str] = {}
-        self._words: dict[str, array[int]] = {}
-        self._grams: dict[str, array[int]] = {}
-        self._sizes: dict[int, tuple[int, int, bool]] = {}
+        self._ids: list[str | None] = []
+        self._tables: tuple[dict[str, array[int]], ...] = ({}, {}, {})
+        # Per document number: its shape (primary word and trigram counts, has secondary
+        # text) as an index into ``_shapes``, its trigram and secondary word counts. Per
+        # shape: how many indexed entries have it, the fewest secondary words any of them had.
+        self._shape_of = array("i")
+        self._words2_of = array("i")
+        self._grams1_of = array("i")
+        self._shapes: list[tuple[int, int, bool]] = []
+        self._shape_ids: dict[tuple[int, int, bool], int] = {}
+        self._shape_counts: Counter[int] = Counter()
+        self._least_words2 = array("i")
         self._empty: set[int] = set()
         self._prints: dict[str, set[int]] = {}
         self._tombstones: set[int] = set()
-        # How many indexed entries have each word count and trigram count (their minimum
-        # bounds every entry's Dice from above).
-        self._word_sizes: Counter[int] = Counter()
-        self._gram_sizes: Counter[int] = Counter()
         self._next = 0
         self._version: object = None
 
@@ -651,10 +669,8 @@ class SimilarityIndex:
         mapping is compared as without it.
         """
         mine = self._entries
-        changed: Iterable[str]
         if changes is not None and self._version is not None and changes[0] == self._version:
-            changed = [i for i in changes[2] if entries.get(i) is not mine.get(i)]
-            self._apply(entries, changed)
+            self._apply(entries, [i for i in changes[2] if entries.get(i) is not mine.get(i)])
             if len(mine) != len(entries):
                 self._apply_all(entries)
         else:
@@ -677,23 +693,39 @@ class SimilarityIndex:
             if entry is not None:
                 self._add(entry_id, entry)
 
+    @staticmethod
+    def _features_of(entry: Mapping[str, object]) -> tuple[str, tuple[frozenset[str], ...], bool]:
+        text = _uncached_text(entry, _PRIMARY)
+        words, grams = _uncached_features(text)
+        secondary = _uncached_text(entry, _SECONDARY)
+        return text, (words, grams, frozenset(terms(secondary))), bool(secondary)
+
     def _add(self, entry_id: str, entry: Mapping[str, object]) -> None:
         doc = self._next
         self._next += 1
-        text = _uncached_text(entry, _PRIMARY)
-        words, grams = _uncached_features(text)
+        text, features, refined = self._features_of(entry)
         self._entries[entry_id] = entry
         self._doc_of[entry_id] = doc
-        self._ids[doc] = entry_id
-        self._sizes[doc] = (len(words), len(grams), bool(_uncached_text(entry, _SECONDARY)))
-        self._word_sizes[len(words)] += 1
-        self._gram_sizes[len(grams)] += 1
-        if not grams:
+        self._ids.append(entry_id)
+        # Trigram counts are rounded down to a multiple of 4 (a smaller size only raises the
+        # bound on an entry's Dice), so that there are few shapes to compute a cut for.
+        grams1 = len(features[_GRAMS1])
+        shape = (len(features[_WORDS1]), grams1 if grams1 < 4 else grams1 & ~3, refined)
+        shape_id = self._shape_ids.get(shape)
+        if shape_id is None:
+            shape_id = self._shape_ids[shape] = len(self._shapes)
+            self._shapes.append(shape)
+            self._least_words2.append(len(features[_WORDS2]))
+        self._least_words2[shape_id] = min(self._least_words2[shape_id], len(features[_WORDS2]))
+        self._shape_of.append(shape_id)
+        self._words2_of.append(len(features[_WORDS2]))
+        self._grams1_of.append(grams1)
+        self._shape_counts[shape_id] += 1
+        if not features[_GRAMS1]:
             self._empty.add(doc)
-        for word in words:
-            self._words.setdefault(word, array("i")).append(doc)
-        for gram in grams:
-            self._grams.setdefault(gram, array("i")).append(doc)
+        for table, keys in zip(self._tables, features, strict=True):
+            for key in keys:
+                table.setdefault(key, array("i")).append(doc)
         if entry.get("status") in TOMBSTONE_STATUSES:
             self._tombstones.add(doc)
             if text:
@@ -702,17 +734,15 @@ class SimilarityIndex:
     def _remove(self, entry_id: str) -> None:
         entry = self._entries.pop(entry_id)
         doc = self._doc_of.pop(entry_id)
-        doc_w, doc_g, _ = self._sizes.pop(doc)
-        del self._ids[doc]
-        for counts, size in ((self._word_sizes, doc_w), (self._gram_sizes, doc_g)):
-            counts[size] -= 1
-            if not counts[size]:
-                del counts[size]
+        self._ids[doc] = None
+        shape_id = self._shape_of[doc]
+        self._shape_counts[shape_id] -= 1
+        if not self._shape_counts[shape_id]:
+            del self._shape_counts[shape_id]
         self._empty.discard(doc)
         self._tombstones.discard(doc)
-        text = _uncached_text(entry, _PRIMARY)
-        words, grams = _uncached_features(text)
-        for table, keys in ((self._words, words), (self._grams, grams)):
+        text, features, _ = self._features_of(entry)
+        for table, keys in zip(self._tables, features, strict=True):
             for key in keys:
                 postings = table[key]
                 del postings[bisect_left(postings, doc)]
@@ -727,117 +757,126 @@ class SimilarityIndex:
     def shortlist(
         self, candidate: Mapping[str, object], floor: float = SHORTLIST_FLOOR
     ) -> set[str] | None:
-        """The ids of the indexed entries that can score ``floor`` or more against the
-        candidate, with every tombstone of the same fingerprint; None: scan them all.
+        """The ids of the indexed entries that score ``floor`` or more against the candidate
+        (:func:`_score`), with every entry without trigrams and every tombstone of the same
+        fingerprint; None: scan them all.
 
-        **The score.** A score is the primary fields' blend ``p = 0.6 Dw + 0.4 Dg`` of word
-        and trigram Dice (``Dw = 2 ow / (|Wx| + |Wy|)``, ``ow`` the shared words; the same for
-        trigrams), refined to ``0.8 p + 0.2 q`` when both sides have secondary text (``q`` at
-        most 1). An entry is kept when this, with ``q = 1``, reaches ``floor - 1e-9``: it
-        needs ``p >= need``, where ``need`` is ``floor - 1e-9`` or, when the candidate has
-        secondary text, ``(floor - 1e-9 - 0.2) / 0.8``.
+        **The score, from counts.** With ``o_f`` the features of family ``f`` (primary words
+        ``W1``, primary trigrams ``G1``, secondary words ``W2``) an entry shares with the
+        candidate, its score is ``sum_f a_f * 2 o_f / (|x_f| + |y_f|)``, plus at most ``a_G2``
+        for the secondary trigrams (not indexed): ``a = (0.6, 0.4, 0, 0)`` unless both sides
+        have secondary text, then ``(0.48, 0.32, 0.12, 0.08)``. So an entry can reach
+        ``floor`` only if ``sum_f c_f o_f >= need``, ``c_f = 2 a_f / (|x_f| + |y_f|)`` and
+        ``need = floor - 1e-9 - a_G2``; ``c_f`` follows from the entry's *shape* (its primary
+        sizes and whether it has secondary text; for ``W2`` the fewest secondary words of its
+        shape bounds ``c`` from above).
 
-        **Candidates (prefix filtering).** The candidate's words and trigrams present in the
-        index are taken most common first (longest postings); each goes into the *suffix*
-        ``R`` while :func:`_bound` of ``R`` stays below ``need``, otherwise into the *prefix*.
-        An entry sharing no prefix feature shares at most ``|Rw|`` words and ``|Rg|``
-        trigrams, so its ``p`` is at most ``_bound(Rw, Rg) < need`` (Dice with ``|y| >= o`` is
-        at most ``2 o / (|x| + o)``, increasing in ``o``): it cannot be kept, and only the
-        prefix postings (the rare features) are read to find the rest.
+        **Weighted counts.** Words count ``r_f`` times (``r_G1 = 1``; any ``r_f >= 1``), so
+        ``sum_f c_f o_f <= M * C`` with ``C = sum_f r_f o_f`` and ``M = max_f c_f / r_f``: an
+        entry needs ``C >= need / M``. The candidate's features are taken most common first;
+        those held by more than a quarter of the entries go *unread* while every shape's
+        ``need / M - U >= 1``, ``U`` the weight of the unread features (``sum r_f``), so an
+        entry sharing no read feature (``C_read = 0 >= C - U``) cannot reach the floor, and
+        an entry needs ``C_read >= ceil(need / M - U)``: the read postings are counted and
+        this cut applied in C (``collections.Counter``, ``itertools.compress``).
 
-        **Verification.** For an entry found in the prefix postings, its prefix overlaps are
-        counted exactly; the suffix adds at most ``min(|R|, |y| - counted)`` of each. If even
-        that cannot reach ``need`` it is dropped; if the counted overlaps alone reach it, it
-        is kept; otherwise its suffix overlaps are counted by bisecting the suffix postings,
-        and it is kept by exactly the rule above. So the ids returned are exactly those the
-        rule keeps among all indexed entries, plus the entries without trigrams and the
-        same-fingerprint tombstones (tests/test_similarity_index.py holds this against a
-        scan).
+        **Verification.** An entry past the cut gets its exact counts (the unread features by
+        bisecting their postings only when the read counts alone fall short and the unread
+        ones could close the gap), then the test above with its own sizes, then its exact
+        score. So exactly the entries scoring ``floor - 1e-9`` or more are returned, plus the
+        two kinds above.
         """
         text = statement(candidate)
         words, grams = _features(text)
         if not grams:
             return None
-        refined = bool(_secondary_text(candidate))
-        size_w, size_g = len(words), len(grams)
+        secondary = _secondary_text(candidate)
+        words2 = _features(secondary)[0] if secondary else frozenset()
+        keep = set(self._empty)
+        keep.update(self._prints.get(_fingerprint(text), ()))
+        if not self._shape_counts:
+            return {str(self._ids[doc]) for doc in keep}
+        sizes = (len(words), len(grams), len(words2))
         keep_at = floor - _SLACK
-        need = (keep_at - (1 - _PRIMARY_WEIGHT)) / _PRIMARY_WEIGHT if refined else keep_at
-        found: list[tuple[int, bool, array[int]]] = []
-        for table, is_word, keys in ((self._words, True, words), (self._grams, False, grams)):
+        shapes, least2, counts = self._shapes, self._least_words2, self._shape_counts
+
+        def rates(shape_id: int) -> tuple[tuple[float, float, float], float]:
+            doc_w, doc_g, doc_refined = shapes[shape_id]
+            weights = _BOTH if secondary and doc_refined else _PLAIN
+            doc_sizes = (doc_w, doc_g, least2[shape_id] if doc_refined else 0)
+            return (
+                (
+                    2 * weights[0] / (sizes[0] + doc_sizes[0]) if doc_sizes[0] else 0.0,
+                    2 * weights[1] / (sizes[1] + doc_sizes[1]),
+                    2 * weights[2] / (sizes[2] + doc_sizes[2]) if sizes[2] else 0.0,
+                ),
+                keep_at - weights[3],
+            )
+
+        # The ratios that make the weighted count tight for the commonest shape.
+        typical = rates(max(counts, key=counts.__getitem__))[0]
+        ratio = tuple(max(1, round(rate / typical[_GRAMS1])) for rate in typical)
+        reach: list[float] = [0.0] * len(shapes)
+        for shape_id in counts:
+            rate, need = rates(shape_id)
+            reach[shape_id] = need / max(rate[f] / ratio[f] for f in range(3))
+        least_reach = min((reach[i] for i in counts if shapes[i][1]), default=0.0)
+        found: list[tuple[int, int, array[int]]] = []
+        for family, keys in enumerate((words, grams, words2)):
+            table = self._tables[family]
             for key in keys:
                 postings = table.get(key)
                 if postings is not None:
-                    found.append((len(postings), is_word, postings))
+                    found.append((len(postings), family, postings))
         found.sort(key=lambda item: item[0], reverse=True)
         common = _COMMON * len(self._entries)
-        suffix_w: list[array[int]] = []
-        suffix_g: list[array[int]] = []
-        prefix_w: list[array[int]] = []
-        prefix_g: list[array[int]] = []
-        for _length, is_word, postings in found:
-            more_w, more_g = len(suffix_w) + is_word, len(suffix_g) + (not is_word)
-            if (
-                _length > common
-                and _bound(_TERM_WEIGHT, more_w, size_w, more_g, size_g) + _ROUNDING < need
-            ):
-                (suffix_w if is_word else suffix_g).append(postings)
+        unread: tuple[list[array[int]], ...] = ([], [], [])
+        read: tuple[list[array[int]], ...] = ([], [], [])
+        unread_weight = 0
+        for length, family, postings in found:
+            if length > common and least_reach - unread_weight - ratio[family] > _CUT_ROUNDING:
+                unread[family].append(postings)
+                unread_weight += ratio[family]
             else:
-                (prefix_w if is_word else prefix_g).append(postings)
-        rest_w, rest_g = len(suffix_w), len(suffix_g)
-        keep = set(self._empty)
-        keep.update(self._prints.get(_fingerprint(text), ()))
-        if not self._entries:
-            return {self._ids[doc] for doc in keep}
-        # A weighted count (words ``ratio`` times) that no entry able to reach ``need`` can
-        # fall short of, from the smallest indexed sizes: the cut runs in C.
-        least_w, least_g = min(self._word_sizes), min(self._gram_sizes)
-        per_word = 2 * _TERM_WEIGHT / (size_w + least_w)
-        per_gram = 2 * (1 - _TERM_WEIGHT) / (size_g + least_g)
-        ratio = max(1, ceil(per_word / per_gram))
-        cut = ceil(need / per_gram - rest_g - ratio * rest_w - _CUT_ROUNDING)
-        shared_words: Counter[int] = Counter()
-        shared_grams: Counter[int] = Counter()
-        for postings in prefix_w:
-            shared_words.update(postings)
-        for postings in prefix_g:
-            shared_grams.update(postings)
-        weighted = Counter(shared_grams)
-        for _ in range(ratio):
-            weighted.update(chain.from_iterable(prefix_w))
-        survivors = compress(weighted.keys(), map(cut.__le__, weighted.values()))
-        sizes = self._sizes
-        for doc in survivors:
-            doc_w, doc_g, doc_refined = sizes[doc]
-            counted_w, counted_g = shared_words[doc], shared_grams[doc]
-            most_w = counted_w + min(rest_w, doc_w - counted_w)
-            most_g = counted_g + min(rest_g, doc_g - counted_g)
-            lift = refined and doc_refined
-            if _primary(most_w, most_g, size_w, size_g, doc_w, doc_g, lift) < keep_at:
+                read[family].append(postings)
+        cuts = [ceil(value - unread_weight - _CUT_ROUNDING) for value in reach]
+        shared: tuple[Counter[int], ...] = (Counter(), Counter(), Counter())
+        for family in (_WORDS1, _GRAMS1, _WORDS2):
+            shared[family].update(chain.from_iterable(read[family]))
+        weighted = Counter(shared[_GRAMS1])
+        for family in (_WORDS1, _WORDS2):
+            for _ in range(ratio[family]):
+                weighted.update(chain.from_iterable(read[family]))
+        docs = weighted.keys()
+        past = map(
+            le, map(cuts.__getitem__, map(self._shape_of.__getitem__, docs)), weighted.values()
+        )
+        own: tuple[_Features, _Features | None] | None = None
+        for doc in compress(docs, past):
+            doc_w, _, doc_refined = shapes[self._shape_of[doc]]
+            doc_sizes = (doc_w, self._grams1_of[doc], self._words2_of[doc] if doc_refined else 0)
+            weights = _BOTH if secondary and doc_refined else _PLAIN
+            got = [shared[family][doc] for family in (_WORDS1, _GRAMS1, _WORDS2)]
+            most = [got[f] + min(len(unread[f]), doc_sizes[f] - got[f]) for f in range(3)]
+            if _counted_score(weights, most, sizes, doc_sizes) < keep_at:
                 continue
-            if _primary(counted_w, counted_g, size_w, size_g, doc_w, doc_g, lift) < keep_at:
-                counted_w += sum(_contains(postings, doc) for postings in suffix_w)
-                counted_g += sum(_contains(postings, doc) for postings in suffix_g)
-                if _primary(counted_w, counted_g, size_w, size_g, doc_w, doc_g, lift) < keep_at:
+            if _counted_score(weights, got, sizes, doc_sizes) < keep_at:
+                for family in (_WORDS1, _GRAMS1, _WORDS2):
+                    got[family] += sum(_contains(p, doc) for p in unread[family])
+                if _counted_score(weights, got, sizes, doc_sizes) < keep_at:
                     continue
-            keep.add(doc)
+            if own is None:
+                own = _entry_features(candidate)
+            entry = self._entries[str(self._ids[doc])]
+            if _score(own, _entry_features(entry)) >= keep_at:
+                keep.add(doc)
         ids = self._ids
-        return {ids[doc] for doc in keep}
+        return {str(ids[doc]) for doc in keep}
 
     def tombstones_among(self, ids: Iterable[str]) -> int:
         """How many of these indexed ids are tombstones (deprecated or rejected)."""
         doc_of, tombstones = self._doc_of, self._tombstones
         return sum(doc_of[entry_id] in tombstones for entry_id in ids)
-
-
-def _primary(
-    shared_w: int, shared_g: int, size_w: int, size_g: int, doc_w: int, doc_g: int, lift: bool
-) -> float:
-    """The kept-or-not score of :meth:`SimilarityIndex.shortlist` from overlap counts."""
-    dice_w = 2 * shared_w / (size_w + doc_w) if doc_w else 0.0
-    primary = _TERM_WEIGHT * dice_w + (1 - _TERM_WEIGHT) * 2 * shared_g / (size_g + doc_g)
-    if lift:
-        primary = _PRIMARY_WEIGHT * primary + (1 - _PRIMARY_WEIGHT)
-    return primary
 
 
 _INDEX = SimilarityIndex()
