@@ -598,7 +598,7 @@ _BOTH: Final = (
 _WORDS1, _GRAMS1, _WORDS2 = 0, 1, 2
 
 
-def _contains(postings: array[int], doc: int) -> bool:
+def _contains(postings: Sequence[int], doc: int) -> bool:
     at = bisect_left(postings, doc)
     return at < len(postings) and postings[at] == doc
 
@@ -630,14 +630,16 @@ class SimilarityIndex:
     so :meth:`sync` re-indexes only the entries whose object changed.
 
     Postings are ``array('i')`` of document numbers, ascending (a document gets the next
-    number when it is indexed, and removal keeps the order), so membership is a bisection.
+    number when it is indexed, and removal keeps the order), so membership is a bisection;
+    a feature of a single entry (most words) keeps just its number.
     """
 
     def __init__(self) -> None:
         self._entries: dict[str, Mapping[str, object]] = {}
         self._doc_of: dict[str, int] = {}
         self._ids: list[str | None] = []
-        self._tables: tuple[dict[str, array[int]], ...] = ({}, {}, {})
+        # A feature's postings; a feature of one entry only (most words) holds its number.
+        self._tables: tuple[dict[str, array[int] | int], ...] = ({}, {}, {})
         # Per document number: its shape (primary word and trigram counts, has secondary
         # text) as an index into ``_shapes``, its trigram and secondary word counts. Per
         # shape: how many indexed entries have it, the fewest secondary words any of them had.
@@ -725,7 +727,13 @@ class SimilarityIndex:
             self._empty.add(doc)
         for table, keys in zip(self._tables, features, strict=True):
             for key in keys:
-                table.setdefault(key, array("i")).append(doc)
+                postings = table.get(key)
+                if postings is None:
+                    table[key] = doc
+                elif isinstance(postings, int):
+                    table[key] = array("i", (postings, doc))
+                else:
+                    postings.append(doc)
         if entry.get("status") in TOMBSTONE_STATUSES:
             self._tombstones.add(doc)
             if text:
@@ -745,9 +753,12 @@ class SimilarityIndex:
         for table, keys in zip(self._tables, features, strict=True):
             for key in keys:
                 postings = table[key]
-                del postings[bisect_left(postings, doc)]
-                if not postings:
+                if isinstance(postings, int):
                     del table[key]
+                    continue
+                del postings[bisect_left(postings, doc)]
+                if len(postings) == 1:
+                    table[key] = postings[0]
         if text and entry.get("status") in TOMBSTONE_STATUSES:
             docs = self._prints.get(_fingerprint(text), set())
             docs.discard(doc)
@@ -821,24 +832,26 @@ class SimilarityIndex:
             rate, need = rates(shape_id)
             reach[shape_id] = need / max(rate[f] / ratio[f] for f in range(3))
         least_reach = min((reach[i] for i in counts if shapes[i][1]), default=0.0)
-        found: list[tuple[int, int, array[int]]] = []
+        found: list[tuple[int, int, Sequence[int]]] = []
         for family, keys in enumerate((words, grams, words2)):
             table = self._tables[family]
             for key in keys:
                 postings = table.get(key)
-                if postings is not None:
+                if isinstance(postings, int):
+                    found.append((1, family, (postings,)))
+                elif postings is not None:
                     found.append((len(postings), family, postings))
         found.sort(key=lambda item: item[0], reverse=True)
         common = _COMMON * len(self._entries)
-        unread: tuple[list[array[int]], ...] = ([], [], [])
-        read: tuple[list[array[int]], ...] = ([], [], [])
+        unread: tuple[list[Sequence[int]], ...] = ([], [], [])
+        read: tuple[list[Sequence[int]], ...] = ([], [], [])
         unread_weight = 0
-        for length, family, postings in found:
+        for length, family, held in found:
             if length > common and least_reach - unread_weight - ratio[family] > _CUT_ROUNDING:
-                unread[family].append(postings)
+                unread[family].append(held)
                 unread_weight += ratio[family]
             else:
-                read[family].append(postings)
+                read[family].append(held)
         cuts = [ceil(value - unread_weight - _CUT_ROUNDING) for value in reach]
         shared: tuple[Counter[int], ...] = (Counter(), Counter(), Counter())
         for family in (_WORDS1, _GRAMS1, _WORDS2):
