@@ -778,18 +778,20 @@ class SimilarityIndex:
         for the secondary trigrams (not indexed): ``a = (0.6, 0.4, 0, 0)`` unless both sides
         have secondary text, then ``(0.48, 0.32, 0.12, 0.08)``. So an entry can reach
         ``floor`` only if ``sum_f c_f o_f >= need``, ``c_f = 2 a_f / (|x_f| + |y_f|)`` and
-        ``need = floor - 1e-9 - a_G2``; ``c_f`` follows from the entry's *shape* (its primary
-        sizes and whether it has secondary text; for ``W2`` the fewest secondary words of its
-        shape bounds ``c`` from above).
+        ``need = floor - 1e-9 - a_G2``; ``c_f`` is bounded from above by the entry's *shape*:
+        its primary word count, its trigram count rounded down to a multiple of 4, whether it
+        has secondary text, and for ``W2`` the fewest secondary words any entry of its shape
+        had (a smaller ``|y_f|`` only raises ``c_f``).
 
         **Weighted counts.** Words count ``r_f`` times (``r_G1 = 1``; any ``r_f >= 1``), so
         ``sum_f c_f o_f <= M * C`` with ``C = sum_f r_f o_f`` and ``M = max_f c_f / r_f``: an
         entry needs ``C >= need / M``. The candidate's features are taken most common first;
-        those held by more than a quarter of the entries go *unread* while every shape's
-        ``need / M - U >= 1``, ``U`` the weight of the unread features (``sum r_f``), so an
-        entry sharing no read feature (``C_read = 0 >= C - U``) cannot reach the floor, and
-        an entry needs ``C_read >= ceil(need / M - U)``: the read postings are counted and
-        this cut applied in C (``collections.Counter``, ``itertools.compress``).
+        those held by more than a quarter of the entries go *unread* while every shape with
+        trigrams keeps ``need / M - U > 0``, ``U`` the weight of the unread features (their
+        ``r_f`` summed). An entry shares at most ``U`` of weight among them, so it needs
+        ``C_read >= ceil(need / M - U) >= 1``: one sharing no read feature cannot reach the
+        floor, and the read postings are counted and this cut applied in C
+        (``collections.Counter``, ``itertools.compress``), no Python code running per entry.
 
         **Verification.** An entry past the cut gets its exact counts (the unread features by
         bisecting their postings only when the read counts alone fall short and the unread
