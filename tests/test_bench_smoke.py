@@ -1,4 +1,5 @@
-"""The benchmark beside Context Keeper 0.19 and the similarity index check still run.
+"""The benchmark beside Context Keeper 0.19, the similarity benchmark and the similarity index
+check still run.
 
 The benchmark itself is run by hand (its figures are in the README); this runs it at a tiny
 size so it cannot rot. It needs the peer from PyPI in ``.cache/`` (the script installs it):
@@ -82,3 +83,18 @@ def test_similarity_index_changes_no_finding_on_the_labelled_pairs() -> None:
     agree, total = first.split()[2].split("/")
     assert agree == total
     assert int(total) > 80  # the control: the candidates were checked
+
+
+def test_similarity_benchmark_runs_at_a_tiny_size() -> None:
+    run = subprocess.run(
+        [sys.executable, "bench/similarity.py", "--sizes", "40", "80", "--writes", "2"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    rows = [line for line in run.stdout.splitlines() if line.startswith("| ")]
+    assert [row.split(" | ")[0] for row in rows[1:]] == ["| 40", "| 80"], run.stdout
+    assert all(row.endswith("x |") for row in rows[1:]), run.stdout
