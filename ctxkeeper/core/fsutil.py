@@ -65,6 +65,28 @@ def read_bytes(path: str) -> bytes | None:
             raise _unusable(path, exc) from None
 
 
+def read_lines(path: str) -> list[bytes] | None:
+    """The file's lines without their newlines, or None when it does not exist; never follows
+    a symlink. Read a line at a time, so the whole file is never held beside its lines."""
+    check_not_link(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _unusable(path, exc) from None
+    try:
+        handle = os.fdopen(fd, "rb")
+    except OSError as exc:
+        os.close(fd)
+        raise _unusable(path, exc) from None
+    with handle:
+        try:
+            return [line[:-1] if line.endswith(b"\n") else line for line in handle]
+        except OSError as exc:
+            raise _unusable(path, exc) from None
+
+
 def _unusable(path: str, exc: OSError) -> StoreError:
     if os.path.isdir(path):
         return StoreError(f"{path} is a directory where ctxkeeper expects a file; move it aside")

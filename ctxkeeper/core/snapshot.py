@@ -21,7 +21,7 @@ from ctxkeeper.core.snapshotpatch import CannotPatchError, Key, patch_lines
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
+    from collections.abc import Callable, Iterable, Iterator, Mapping
 
     from ctxkeeper.core._types import JSONObject, JSONValue
 
@@ -61,14 +61,16 @@ def _read_seen(context_dir: str) -> dict[str, JSONValue]:
     return value if isinstance(value, dict) else {}
 
 
-def remember(context_dir: str, path: str, data: bytes, *, head: str | None = None) -> None:
+def remember(context_dir: str, path: str, data: bytes | str, *, head: str | None = None) -> None:
     """Record that this clone holds everything in ``data`` (it wrote or imported it).
 
+    :param data: the file's bytes, or their SHA-256 (hex) when the caller has it.
     :param head: the hash of the last journal record ``data`` was written from, when it was
         written from this clone's journal: only a snapshot known to be that current is patched.
     """
     seen = _read_seen(context_dir)
-    record: dict[str, JSONValue] = {"sha256": digest(data), "identity": _identity(path)}
+    sha256 = data if isinstance(data, str) else digest(data)
+    record: dict[str, JSONValue] = {"sha256": sha256, "identity": _identity(path)}
     if head is not None:
         record["journal_head"] = head
     seen[os.path.abspath(path)] = record
@@ -109,15 +111,15 @@ def unseen(context_dir: str, path: str) -> bool:
     )
 
 
-def _expect(context_dir: str, path: str, data: bytes) -> None:
-    """Before replacing the file at ``path`` by ``data``: count ``data`` as seen too, so a kill
-    between the replace and :func:`remember` does not leave this clone's own file looking like
-    a teammate's (every later refresh would refuse it until an import)."""
+def _expect(context_dir: str, path: str, sha256: str) -> None:
+    """Before replacing the file at ``path`` by bytes of this digest: count them as seen too, so
+    a kill between the replace and :func:`remember` does not leave this clone's own file
+    looking like a teammate's (every later refresh would refuse it until an import)."""
     seen = _read_seen(context_dir)
     record = seen.get(os.path.abspath(path))
     seen[os.path.abspath(path)] = {
         **(record if isinstance(record, dict) else {}),
-        "pending_sha256": digest(data),
+        "pending_sha256": sha256,
     }
     os.makedirs(os.path.dirname(_seen_path(context_dir)), exist_ok=True)
     document = json.dumps(seen, sort_keys=True).encode()
@@ -168,10 +170,11 @@ def write(
         ) from None
     fsutil.check_not_link(target)
     changed = old != data
+    sha256 = digest(data)
     if changed:
-        _expect(context_dir, target, data)
+        _expect(context_dir, target, sha256)
         fsutil.write_atomic(target, data)
-    remember(context_dir, target, data, head=_head(record_list))
+    remember(context_dir, target, sha256, head=_head(record_list))
     return {
         "path": target,
         "entries": len(entry_list),
@@ -179,6 +182,12 @@ def write(
         "bytes": len(data),
         "changed": changed,
     }
+
+
+def _with_newlines(lines: list[bytes]) -> Iterator[bytes]:
+    for line in lines:
+        yield line
+        yield b"\n"
 
 
 def auto_refresh(
@@ -196,27 +205,30 @@ def auto_refresh(
     target = default_path(context_dir)
     try:
         identity = _identity(target)
-        old = fsutil.read_bytes(target)
         # Patch only a file written just before these records (con-022-8d85): one a failed or
         # killed refresh left behind would otherwise miss that write's events for good.
         if (
             committed
-            and old is not None
+            and identity is not None
             and not unseen(context_dir, target)
             and _written_at(context_dir, target) == committed[0].get("prev")
+            and (lines := fsutil.read_lines(target)) is not None
         ):
             known = _LAYOUT.get(target)
             keys = known[1] if known is not None and known[0] == identity else None
-            lines = old.split(b"\n")
-            del old  # the lines are the file now: one copy of a 50 MB snapshot, not two
             try:
-                data, keys = patch_lines(lines, committed, entries, keys=keys)
+                lines, keys = patch_lines(lines, committed, entries, keys=keys)
             except CannotPatchError:
                 pass  # not laid out as written here (an older version): rebuild it
             else:
-                _expect(context_dir, target, data)
-                fsutil.write_atomic(target, data)
-                remember(context_dir, target, data, head=_head(committed))
+                # Hashed and written line by line: a 50 MB snapshot is held once, as lines.
+                hashed = hashlib.sha256()
+                for part in _with_newlines(lines):
+                    hashed.update(part)
+                sha256 = hashed.hexdigest()
+                _expect(context_dir, target, sha256)
+                fsutil.write_atomic(target, list(_with_newlines(lines)))
+                remember(context_dir, target, sha256, head=_head(committed))
                 _LAYOUT.clear()
                 _LAYOUT[target] = (_identity(target), keys)
                 return

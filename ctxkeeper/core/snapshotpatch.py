@@ -80,7 +80,11 @@ def patch(
         ``old`` is the very file that patch wrote (the caller checks): then its lines are
         not keyed and checked for order again, which is most of a patch's work.
     """
-    return patch_lines(old.split(b"\n"), records, entries, keys=keys)
+    lines = old.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    patched_lines, keys = patch_lines(lines, records, entries, keys=keys)
+    return b"\n".join([*patched_lines, b""]), keys
 
 
 def patch_lines(
@@ -89,11 +93,10 @@ def patch_lines(
     entries: Mapping[str, JSONObject],
     *,
     keys: list[Key] | None = None,
-) -> tuple[bytes, list[Key]]:
-    """:func:`patch` on the file's lines (``old.split(b"\\n")``), changed in place: a
-    caller that lets go of the file's bytes first holds one copy of it, not two."""
-    if lines and lines[-1] == b"":
-        lines.pop()
+) -> tuple[list[bytes], list[Key]]:
+    """:func:`patch` on the file's lines (without their newlines), changed in place and
+    returned: a caller that writes them out line by line never holds a second copy of the
+    file."""
     if not lines or lines[0] != HEADER_LINE:
         raise CannotPatchError("no header line")
     if keys is not None and len(keys) == len(lines):
@@ -131,8 +134,7 @@ def patch_lines(
         at = bisect.bisect_left(keys, key)
         lines.insert(at, line)
         keys.insert(at, key)
-    lines.append(b"")  # the final newline, without a second copy of the whole file
-    return b"\n".join(lines), keys
+    return lines, keys
 
 
 def _tips(lines: list[bytes], keys: list[Key], entry_id: str) -> list[str]:
