@@ -12,6 +12,7 @@ is checked against the model, and an error names its line.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -153,18 +154,29 @@ def secret_in(
 ) -> tuple[int, str] | None:
     """The line of the first secret-shaped string and where it is in that line
     (``entry con-001-ab12 field 'rule' holds ...``), or None. The secret itself is never named."""
-    checked: set[str] = set()
+    entries, events = list(entries), list(events)
+    # Most events repeat their entry's unchanged fields: every distinct string is scanned
+    # once, all together, and the lines are walked again only when one of them is a secret.
+    strings: set[str] = set()
+    for _, entry in entries:
+        _collect(entry.values(), strings)
+    for _, event in events:
+        after, reason = event.get("after"), event.get("reason")
+        _collect(after.values() if isinstance(after, dict) else (after,), strings)
+        _collect((reason,), strings)
+    kinds = secretscan.secret_kinds(strings)
+    if not kinds:
+        return None
     for line, entry in entries:
-        hit = _scan(entry, checked)
+        hit = _scan(entry, kinds)
         if hit:
             return line, f"entry {entry.get('id')} field {hit[0]!r} holds {_a(hit[1])}"
     for line, event in events:
-        after = event.get("after")
-        hit = _scan({"after": after, "reason": event.get("reason")}, checked)
+        hit = _scan({"after": event.get("after"), "reason": event.get("reason")}, kinds)
         if hit:
             where = f"a journal event of {event.get('id')} (field {hit[0]!r})"
             return line, f"{where} holds {_a(hit[1])}"
-    return None
+    return None  # pragma: no cover - every string was collected above
 
 
 def _a(kind: str) -> str:
@@ -172,17 +184,40 @@ def _a(kind: str) -> str:
     return f"{'an' if kind[:1].lower() in 'aeio' else 'a'} {kind}"
 
 
-def _scan(value: Mapping[str, JSONValue], checked: set[str]) -> tuple[str, str] | None:
-    # Most events repeat their entry's unchanged fields; each distinct string is scanned once,
-    # and a field's path is worked out only for the rare string that holds a secret.
+def _collect(values: Iterable[JSONValue], strings: set[str]) -> None:
+    """Add every string in ``values`` (at any depth) to ``strings``. The flat shapes of an
+    entry's fields (text, a list of texts) are read in place; anything deeper by a stack."""
+    add = strings.add
+    stack: list[JSONValue] = []
+    for item in values:
+        kind = type(item)
+        if kind is str:
+            add(item)  # type: ignore[arg-type]
+        elif kind is list:
+            for element in item:  # type: ignore[union-attr]
+                if type(element) is str:
+                    add(element)
+                elif isinstance(element, (str, dict, list)):
+                    stack.append(element)
+        elif isinstance(item, (str, dict, list)):
+            stack.append(item)
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            add(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def _scan(value: Mapping[str, JSONValue], kinds: Mapping[str, str]) -> tuple[str, str] | None:
+    # A field's path is worked out only for the rare string that holds a secret.
     stack: list[JSONValue] = list(value.values())
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            if item in checked:
-                continue
-            checked.add(item)
-            kind = secretscan.find_secret(item)
+            kind = kinds.get(item)
             if kind is not None:
                 path = next(
                     p for name, v in value.items() for p, t in _strings(name, v) if t == item
@@ -352,8 +387,8 @@ def _checked_event(value: JSONValue, path: str, number: int) -> JSONObject:
 
     if not isinstance(value, dict):
         raise fail("a journal event must be an object")
-    unknown = sorted(set(value) - set(EVENT_FIELDS) - set(OPTIONAL_FIELDS))
-    if unknown:
+    if not _EVENT_KEYS.issuperset(value):
+        unknown = sorted(set(value) - _EVENT_KEYS)
         raise fail(f"unknown event field {', '.join(map(repr, unknown))}")
     version = value.get("version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
@@ -371,12 +406,12 @@ def _checked_event(value: JSONValue, path: str, number: int) -> JSONObject:
     op = value.get("op")
     if not isinstance(op, str) or op not in journal.OPS:  # a list or object is unhashable
         raise fail(f"unknown op {op!r}")
-    if not isinstance(value.get("at"), str):
+    at = value.get("at")
+    if not isinstance(at, str):
         raise fail("at must be a time string")
-    try:
-        times.parse_time(str(value["at"]), field="at")
-    except CtxkeeperError as exc:
-        raise fail(str(exc)) from None
+    problem = _at_problem(at)
+    if problem:
+        raise fail(problem)
     _check_actor(value.get("actor"), fail)
     reason = value.get("reason")
     if not (
@@ -388,8 +423,9 @@ def _checked_event(value: JSONValue, path: str, number: int) -> JSONObject:
     parents = value.get("parents")
     if not isinstance(parents, list) or len(parents) > MAX_PARENTS:
         raise fail(f"parents must be a list of at most {MAX_PARENTS} event identities")
-    if not all(isinstance(p, str) and EVENT_ID.fullmatch(p) for p in parents):
-        raise fail("parents must be event identities (16 lowercase hex digits)")
+    for parent in parents:
+        if not isinstance(parent, str) or not EVENT_ID.fullmatch(parent):
+            raise fail("parents must be event identities (16 lowercase hex digits)")
     if "blocks" in value:
         blocks = value["blocks"]
         if op != "purge" or not isinstance(blocks, dict) or set(blocks) - {"value_sha256", "at"}:
@@ -418,15 +454,15 @@ def _shaped_entry(value: JSONValue, path: str, number: int) -> JSONObject:
     entry_id = value.get("id")
     if not isinstance(entry_id, str) or not ID_PATTERN.match(entry_id):
         raise SnapshotError(path, number, f"bad id {entry_id!r}")
-    kind = value.get("kind")
+    entry_kind = value.get("kind")
     if (
-        kind not in KINDS
+        entry_kind not in KINDS
         or value.get("status") not in STATUSES
         or value.get("origin") not in ORIGINS
         or not isinstance(value.get("revision"), int)
     ):
         raise SnapshotError(path, number, f"{entry_id}: bad kind, status, origin or revision")
-    for name in TEXT_FIELDS[str(kind)]:
+    for name in TEXT_FIELDS[str(entry_kind)]:
         text = value.get(name)
         if not isinstance(text, str) or len(text) > TEXT_MAX:
             raise SnapshotError(
@@ -435,6 +471,9 @@ def _shaped_entry(value: JSONValue, path: str, number: int) -> JSONObject:
                 f"{entry_id}: field {name!r} must be text of at most {TEXT_MAX} characters",
             )
     for name, item in value.items():
+        kind = type(item)
+        if kind is str or kind is int or item is None:
+            continue  # a text's size is held above for the fields that must be text
         if isinstance(item, list):
             if len(item) > LIST_MAX:
                 raise SnapshotError(path, number, f"{entry_id}: field {name!r} has too many items")
@@ -455,6 +494,28 @@ def _shaped_entry(value: JSONValue, path: str, number: int) -> JSONObject:
                 path, number, f"{entry_id}: field {name!r} nests over {MAX_DEPTH} levels deep"
             )
     return value
+
+
+_EVENT_KEYS: Final = frozenset(EVENT_FIELDS) | frozenset(OPTIONAL_FIELDS)
+
+
+def _time_problem(at: str) -> str | None:
+    """Why an event's time is refused (None: it is sound)."""
+    try:
+        times.parse_time(at, field="at")
+    except CtxkeeperError as exc:
+        return str(exc)
+    return None
+
+
+#: Events of one entry and of one session often share a time: each distinct time of a
+#: plausible length is read once (the verdict is the text's alone); a longer one every time,
+#: so a hostile file cannot fill the cache with megabyte-long times.
+_cached_time_problem: Final = functools.lru_cache(maxsize=1 << 16)(_time_problem)
+
+
+def _at_problem(at: str) -> str | None:
+    return _cached_time_problem(at) if len(at) <= 64 else _time_problem(at)
 
 
 def _check_digest(value: JSONValue, fail: Callable[[str], SnapshotError]) -> None:
