@@ -36,7 +36,7 @@ from ctxkeeper.core.teamlog import EVENT_FIELDS, OPTIONAL_FIELDS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
+    from collections.abc import Callable, Iterable, Mapping, Sequence
 
     from ctxkeeper.core._types import JSONObject, JSONValue
 
@@ -155,15 +155,25 @@ def secret_in(
     """The line of the first secret-shaped string and where it is in that line
     (``entry con-001-ab12 field 'rule' holds ...``), or None. The secret itself is never named."""
     entries, events = list(entries), list(events)
-    # Most events repeat their entry's unchanged fields: every distinct string is scanned
-    # once, all together, and the lines are walked again only when one of them is a secret.
     strings: set[str] = set()
     for _, entry in entries:
         _collect(entry.values(), strings)
     for _, event in events:
-        after, reason = event.get("after"), event.get("reason")
+        after = event.get("after")
         _collect(after.values() if isinstance(after, dict) else (after,), strings)
-        _collect((reason,), strings)
+        _collect((event.get("reason"),), strings)
+    return _secret_hit(entries, events, strings)
+
+
+def _secret_hit(
+    entries: Sequence[tuple[int, Mapping[str, JSONValue]]],
+    events: Sequence[tuple[int, JSONObject]],
+    strings: set[str],
+) -> tuple[int, str] | None:
+    """:func:`secret_in`, given every string the entries and events hold (more do no harm:
+    a hit is reported only where it is found in them). Most events repeat their entry's
+    unchanged fields: every distinct string is scanned once, all together, and the lines are
+    walked again only when one of them is a secret."""
     kinds = secretscan.secret_kinds(strings)
     if not kinds:
         return None
@@ -176,7 +186,7 @@ def secret_in(
         if hit:
             where = f"a journal event of {event.get('id')} (field {hit[0]!r})"
             return line, f"{where} holds {_a(hit[1])}"
-    return None  # pragma: no cover - every string was collected above
+    return None  # the secret was in a copy of an event that a purged copy replaced
 
 
 def _a(kind: str) -> str:
@@ -250,6 +260,7 @@ def parse(data: bytes, path: str) -> Snapshot:
         raise SnapshotError(path, None, f"{len(data)} bytes is over the {MAX_BYTES}-byte limit")
     snapshot = Snapshot()
     header = False
+    strings: set[str] = set()  # every string the lines hold, for the secret scan
     for number, raw in enumerate(data.split(b"\n"), start=1):
         if not raw.strip():
             continue
@@ -265,7 +276,7 @@ def parse(data: bytes, path: str) -> Snapshot:
                 "marker lines (run `ctxkeeper init` so git merges this file with its union merge)",
             )
         try:
-            header = _read_line(snapshot, raw, path, number) or header
+            header = _read_line(snapshot, raw, path, number, strings) or header
         except SnapshotError as exc:
             # A message quotes the value it refuses: never when that value is secret-shaped.
             kind = secretscan.find_secret(exc.detail)
@@ -281,22 +292,24 @@ def parse(data: bytes, path: str) -> Snapshot:
         raise SnapshotError(
             path, None, f"not a ctxkeeper snapshot (no {{{HEADER_KEY!r}: ...}} header line)"
         )
-    hit = secret_in(snapshot.entries, snapshot.events.values())
+    hit = _secret_hit(snapshot.entries, list(snapshot.events.values()), strings)
     if hit:
         raise SnapshotError(path, hit[0], f"{hit[1]}; remove it from the file before importing")
     return snapshot
 
 
-def _read_line(snapshot: Snapshot, raw: bytes, path: str, number: int) -> bool:
+def _read_line(snapshot: Snapshot, raw: bytes, path: str, number: int, strings: set[str]) -> bool:
     """Check one line and add what it holds to ``snapshot``; True for the header line."""
     key, value = _object(raw, path, number)
     if key == HEADER_KEY:
         _check_version(value, path, number)
         return True
     if key == ENTRY_KEY:
-        snapshot.entries.append((number, _checked_entry(value, path, number)))
+        entry = _checked_entry(value, path, number)
+        _collect(entry.values(), strings)
+        snapshot.entries.append((number, entry))
         return False
-    event = _checked_event(value, path, number)
+    event = _checked_event(value, path, number, strings)
     event_id = str(event["event"])
     seen = snapshot.events.get(event_id)
     if seen is not None and not same_event(seen[1], event):
@@ -381,7 +394,10 @@ def _deeper(value: JSONValue, limit: int) -> bool:
     return False
 
 
-def _checked_event(value: JSONValue, path: str, number: int) -> JSONObject:
+def _checked_event(value: JSONValue, path: str, number: int, strings: set[str]) -> JSONObject:
+    """An event line's value, checked; adds the strings of its ``after`` and ``reason`` to
+    ``strings`` (collected while the entry's shape is checked, not in a second walk)."""
+
     def fail(detail: str) -> SnapshotError:
         return SnapshotError(path, number, detail)
 
@@ -431,24 +447,27 @@ def _checked_event(value: JSONValue, path: str, number: int) -> JSONObject:
         if op != "purge" or not isinstance(blocks, dict) or set(blocks) - {"value_sha256", "at"}:
             raise fail("only a purge carries 'blocks', an object with value_sha256 and at")
         _check_digest({journal.REDACTED_KEY: blocks.get("value_sha256")}, fail)
+    _collect((reason,), strings)
     after = value.get("after")
     if journal.is_redacted(after):
         _check_digest(after, fail)
+        _collect((after,), strings)
     elif after is None:
         if op not in ("purge", "manual_edit"):
             raise fail(f"a {op} event must carry the entry it left ('after')")
     else:
         # A past version is held to its shape here; the versions an import makes live pass
         # the model's full checks and the floors there (ctxkeeper.write.exchange).
-        entry = _shaped_entry(after, path, number)
+        entry = _shaped_entry(after, path, number, strings)
         if entry.get("id") != entry_id:
             raise fail(f"the event is about {entry_id} but its entry is {entry.get('id')}")
     return value
 
 
-def _shaped_entry(value: JSONValue, path: str, number: int) -> JSONObject:
+def _shaped_entry(value: JSONValue, path: str, number: int, strings: set[str]) -> JSONObject:
     """An entry's shape (id, kind, status, origin, revision, text and list types and sizes,
-    nesting): what a version kept as history must have, cheaply checked."""
+    nesting): what a version kept as history must have, cheaply checked. Its strings are
+    added to ``strings``."""
     if not isinstance(value, dict):
         raise SnapshotError(path, number, "an entry must be an object")
     entry_id = value.get("id")
@@ -470,10 +489,14 @@ def _shaped_entry(value: JSONValue, path: str, number: int) -> JSONObject:
                 number,
                 f"{entry_id}: field {name!r} must be text of at most {TEXT_MAX} characters",
             )
+    add = strings.add
     for name, item in value.items():
         kind = type(item)
-        if kind is str or kind is int or item is None:
+        if kind is str:
+            add(item)  # type: ignore[arg-type]
             continue  # a text's size is held above for the fields that must be text
+        if kind is int or item is None:
+            continue
         if isinstance(item, list):
             if len(item) > LIST_MAX:
                 raise SnapshotError(path, number, f"{entry_id}: field {name!r} has too many items")
@@ -483,16 +506,23 @@ def _shaped_entry(value: JSONValue, path: str, number: int) -> JSONObject:
                         raise SnapshotError(
                             path, number, f"{entry_id}: field {name!r} item too long"
                         )
-                elif isinstance(element, (dict, list)) and _deeper(element, MAX_DEPTH - 1):
-                    raise SnapshotError(
-                        path,
-                        number,
-                        f"{entry_id}: field {name!r} nests over {MAX_DEPTH} levels deep",
-                    )
-        elif isinstance(item, dict) and _deeper(item, MAX_DEPTH):
-            raise SnapshotError(
-                path, number, f"{entry_id}: field {name!r} nests over {MAX_DEPTH} levels deep"
-            )
+                    add(element)
+                elif isinstance(element, (dict, list)):
+                    if _deeper(element, MAX_DEPTH - 1):
+                        raise SnapshotError(
+                            path,
+                            number,
+                            f"{entry_id}: field {name!r} nests over {MAX_DEPTH} levels deep",
+                        )
+                    _collect((element,), strings)
+        elif isinstance(item, dict):
+            if _deeper(item, MAX_DEPTH):
+                raise SnapshotError(
+                    path, number, f"{entry_id}: field {name!r} nests over {MAX_DEPTH} levels deep"
+                )
+            _collect((item,), strings)
+        else:
+            _collect((item,), strings)  # a str subclass cannot come from JSON; kept sound
     return value
 
 
