@@ -187,20 +187,25 @@ def sealed(
 
 
 #: Stand in for the digested values and the hash while the rest of a record is encoded. No
-#: text the journal holds can spell one without its count showing it: each is a control
-#: character and a per-process random nonce, and a record is spliced only when each occurs
-#: exactly once. In sorted-key order: after, before, hash, reason.
+#: text the journal holds can spell one without the count showing it: each is a control
+#: character, a per-process random nonce and the field's name, and a record is spliced only
+#: when the nonce's encoding occurs exactly four times, once in each field in sorted-key
+#: order (after, before, hash, reason).
 _NONCE: Final = secrets.token_hex(16)
-_MARKS: Final = tuple(f"\x00{_NONCE}{name}" for name in ("after", "before", "hash", "reason"))
-_MARK_BYTES: Final = tuple(canonical(mark) for mark in _MARKS)
+_MARK_NAMES: Final = ("after", "before", "hash", "reason")
+_MARKS: Final = tuple(f"\x00{_NONCE}{name}" for name in _MARK_NAMES)
+#: What every mark's encoding starts with, and what follows it in each mark's.
+_MARK_PREFIX: Final = canonical(f"\x00{_NONCE}")[:-1]
+_MARK_ENDS: Final = tuple(canonical(mark)[len(_MARK_PREFIX) :] for mark in _MARKS)
 _HASH_KEY: Final = b'"hash":'
+_NULLS: Final = (b"null", b"null")
 
 
 def _encoded(value: JSONValue) -> tuple[bytes, bytes]:
     """A digested value's canonical bytes, and the bytes of its digest in the hashed body."""
-    data = canonical(value)
     if value is None:
-        return data, b"null"
+        return _NULLS
+    data = canonical(value)
     if is_redacted(value):
         return data, canonical(value_digest(value))
     return data, b'"' + hashlib.sha256(data).hexdigest().encode() + b'"'
@@ -211,7 +216,7 @@ def _spliced(
 ) -> tuple[str, bytes] | None:
     """The hash and the line of a version-2 record without a hash, or None when it cannot be
     spliced (a digested field missing, a marker's text inside the record)."""
-    if any(name not in record for name in DIGESTED_FIELDS) or "hash" in record:
+    if not ("after" in record and "before" in record and "reason" in record) or "hash" in record:
         return None
     mark_after, mark_before, mark_hash, mark_reason = _MARKS
     template = canonical(
@@ -223,17 +228,14 @@ def _spliced(
             "hash": mark_hash,
         }
     )
-    parts: list[bytes] = []
-    rest = template
-    for mark in _MARK_BYTES:
-        if template.count(mark) != 1:
+    parts = template.split(_MARK_PREFIX)
+    if len(parts) != 5:
+        return None
+    for index, end in enumerate(_MARK_ENDS, start=1):
+        if not parts[index].startswith(end):
             return None
-        piece, found, rest = rest.partition(mark)
-        if not found:
-            return None
-        parts.append(piece)
-    parts.append(rest)
-    if len(parts) != 5 or not parts[2].endswith(_HASH_KEY) or not parts[3].startswith(b","):
+        parts[index] = parts[index][len(end) :]
+    if not parts[2].endswith(_HASH_KEY) or not parts[3].startswith(b","):
         return None
     reason = record["reason"]
     if isinstance(reason, str):
