@@ -325,9 +325,23 @@ def _read_line(snapshot: Snapshot, raw: bytes, path: str, number: int, strings: 
     return False
 
 
+_DECODER: Final = json.JSONDecoder()
+
+
+def _loads(raw: bytes) -> JSONValue:
+    """``json.loads(raw)``. A line that opens with an ASCII character is one json.loads
+    reads as UTF-8 (its encoding guess needs a zero byte among the first two), so it is decoded
+    here as json.loads would and handed to the decoder directly."""
+    if raw[:1] == b"{" and raw[1:2] != b"\x00":
+        value: JSONValue = _DECODER.decode(raw.decode("utf-8", "surrogatepass"))
+        return value
+    loaded: JSONValue = json.loads(raw)
+    return loaded
+
+
 def _object(raw: bytes, path: str, number: int) -> tuple[str, JSONValue]:
     try:
-        value = json.loads(raw)
+        value = _loads(raw)
     except UnicodeDecodeError:
         raise SnapshotError(path, number, "line is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
