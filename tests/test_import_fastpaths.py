@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxkeeper.core import journal, secretscan, snapshotformat
+from ctxkeeper.core import journal, secretscan, snapshotformat, teamlog
 from ctxkeeper.core.errors import SnapshotError
 
 TYPE_CHECKING = False
@@ -170,3 +170,34 @@ def test_a_bad_event_time_is_refused_every_time_it_is_read() -> None:
         assert caught.value.line == 2
     long_time = "2026-11-30T09:15:00Z" + " " * 100  # past the cache's length: read each time
     assert "0123456789abcdef" in snapshotformat.parse(_snapshot(long_time), "/x/snap").events
+
+
+def _deep_sorted(value: JSONValue) -> JSONValue:
+    if isinstance(value, dict):
+        return {key: _deep_sorted(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_deep_sorted(item) for item in value]
+    return value
+
+
+@PROPS
+@given(
+    st.one_of(st.none(), st.dictionaries(TEXTS, VALUES, max_size=4)),
+    st.one_of(st.none(), TEXTS),
+    st.booleans(),
+    st.booleans(),
+)
+def test_event_line_is_the_sorted_spelling_of_the_event(
+    after: JSONObject | None, reason: str | None, purged: bool, spelled: bool
+) -> None:
+    event = _event(journal.redacted(after) if purged else after, None, reason)
+    event["parents"] = ["0123456789abcdef"]
+    # The mark's own text inside the event: the line is then encoded without splicing.
+    user = snapshotformat._LINE_MARK if spelled else "tester"
+    event["actor"] = {"user": user, "origin": "user"}
+    names = [*teamlog.EVENT_FIELDS]
+    expected = {name: _deep_sorted(event.get(name)) for name in names}
+    line = snapshotformat.event_line(event)
+    reference = json.dumps({"journal": expected}, ensure_ascii=False, separators=(",", ":"))
+    assert line == reference.encode()
+    assert json.loads(line)["journal"]["after"] == event["after"]

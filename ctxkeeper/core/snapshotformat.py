@@ -282,7 +282,7 @@ def parse(data: bytes, path: str) -> Snapshot:
     header = False
     strings: set[str] = set()  # every string the lines hold, for the secret scan
     for number, raw in enumerate(data.split(b"\n"), start=1):
-        if not raw.strip():
+        if not raw or raw.isspace():  # as raw.strip() is empty, without copying the line
             continue
         if len(raw) > MAX_LINE_BYTES:
             raise SnapshotError(
