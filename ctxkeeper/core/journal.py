@@ -5,13 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from typing import Final, NamedTuple
+from typing import Final, NamedTuple, cast
 
 from ctxkeeper.core.errors import CorruptFileError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Callable, Iterable, Mapping, Sequence
 
     from ctxkeeper.core._types import JSONObject, JSONValue
 
@@ -50,9 +50,36 @@ OPS: Final = frozenset(
 _CANONICAL: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def _c_encoder() -> Callable[[object, int], Sequence[str]] | None:
+    """The C encoder ``_CANONICAL.encode`` builds on every call, built once: an import seals
+    tens of thousands of records, and rebuilding it was a fifth of each small record's
+    encoding. Its output is the same; only the circular-reference check is left out (JSON
+    read from a file cannot loop, and a loop in memory still fails, on the recursion limit).
+    None where the C accelerator is missing or does not give ``_CANONICAL``'s bytes."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return None
+    try:
+        encoder = make(
+            None, _CANONICAL.default, json.encoder.encode_basestring, None, ":", ",",
+            True, False, True,
+        )  # fmt: skip
+        probe: JSONValue = {"b": [1, -2.5, None, True, '\u00e9\n"'], "a": {"d": {}, "c": []}}
+        if "".join(encoder(probe, 0)) != _CANONICAL.encode(probe):
+            return None
+    except (TypeError, ValueError):
+        return None
+    return cast("Callable[[object, int], Sequence[str]]", encoder)
+
+
+_ENCODER: Final = _c_encoder()
+
+
 def canonical(value: JSONValue) -> bytes:
     """The bytes a record's hash is taken over: sorted keys, no spaces, UTF-8."""
-    return _CANONICAL.encode(value).encode()
+    if _ENCODER is None:
+        return _CANONICAL.encode(value).encode()
+    return "".join(_ENCODER(value, 0)).encode()
 
 
 def record_hash(record: Mapping[str, JSONValue]) -> str:
@@ -127,11 +154,15 @@ def sealed(
 ) -> list[tuple[JSONObject, bytes]]:
     """:func:`chain`, with each record's journal line (its canonical bytes and newline).
 
-    A record's ``after`` is most of its bytes; it is encoded once, for both its digest and
-    the line (an import adopts tens of thousands of records).
+    A version-2 record is encoded once: its digested values (``after`` is most of its bytes)
+    each once, for both its digest and its line, and the rest once with markers in their
+    place, from which both the hashed body and the line are spliced (an import adopts tens of
+    thousands of records). The bytes and the hash are those :func:`canonical` and
+    :func:`record_hash` give.
     """
     batch = list(events)
     out: list[tuple[JSONObject, bytes]] = []
+    digests: dict[str, tuple[bytes, bytes]] = {}  # a reason's encoding and its digest, by text
     for offset, event in enumerate(batch, start=1):
         record: JSONObject = {
             "seq": seq + offset,
@@ -140,42 +171,112 @@ def sealed(
             "tx_size": len(batch),
             "prev": head,
         }
-        after, version = record.get("after"), record.get("version", 1)
-        digested = isinstance(version, int) and version >= 2  # as in record_hash
-        after_bytes = (
-            canonical(after)
-            if digested and isinstance(after, dict) and not is_redacted(after)
+        version = record.get("version", 1)
+        spliced = (
+            _spliced(record, digests)
+            if isinstance(version, int) and version >= 2  # as in record_hash
             else None
         )
-        if after_bytes is None:
+        if spliced is None:
             record["hash"] = head = record_hash(record)
             out.append((record, canonical(record) + b"\n"))
             continue
-        body = {key: value for key, value in record.items() if key != "hash"}
-        for name in DIGESTED_FIELDS:  # as record_hash digests them, after's from its bytes
-            body[name] = (
-                hashlib.sha256(after_bytes).hexdigest()
-                if name == "after"
-                else value_digest(body.get(name))
-            )
-        record["hash"] = head = hashlib.sha256(canonical(body)).hexdigest()
-        out.append((record, _spliced(record, after_bytes)))
+        record["hash"] = head = spliced[0]
+        out.append((record, spliced[1]))
     return out
 
 
-#: Stands in for ``after`` while the rest of a record is encoded. No text the journal holds
-#: can spell it: it is a control character and a per-process random nonce.
-_AFTER_MARK: Final = "\x00" + secrets.token_hex(16)
-_AFTER_MARK_BYTES: Final = canonical(_AFTER_MARK)
+#: Stand in for the digested values and the hash while the rest of a record is encoded. No
+#: text the journal holds can spell one without the count showing it: each is a control
+#: character, a per-process random nonce and the field's name, and a record is spliced only
+#: when the nonce's encoding occurs exactly four times, once in each field in sorted-key
+#: order (after, before, hash, reason).
+_NONCE: Final = secrets.token_hex(16)
+_MARK_NAMES: Final = ("after", "before", "hash", "reason")
+_MARKS: Final = tuple(f"\x00{_NONCE}{name}" for name in _MARK_NAMES)
+#: What every mark's encoding starts with, and what follows it in each mark's.
+_MARK_PREFIX: Final = canonical(f"\x00{_NONCE}")[:-1]
+_MARK_ENDS: Final = tuple(canonical(mark)[len(_MARK_PREFIX) :] for mark in _MARKS)
+_HASH_KEY: Final = b'"hash":'
+_NULLS: Final = (b"null", b"null")
 
 
-def _spliced(record: JSONObject, after_bytes: bytes) -> bytes:
-    """``canonical(record)``, reusing the encoding of its ``after``: JSON encodes a value the
-    same wherever it sits, so the bytes are identical."""
-    line = canonical({**record, "after": _AFTER_MARK})
-    if line.count(_AFTER_MARK_BYTES) != 1:
-        return canonical(record) + b"\n"
-    return line.replace(_AFTER_MARK_BYTES, after_bytes) + b"\n"
+def _encoded(value: JSONValue) -> tuple[bytes, bytes]:
+    """A digested value's canonical bytes, and the bytes of its digest in the hashed body."""
+    if value is None:
+        return _NULLS
+    data = canonical(value)
+    if is_redacted(value):
+        return data, canonical(value_digest(value))
+    return data, b'"' + hashlib.sha256(data).hexdigest().encode() + b'"'
+
+
+def _spliced(
+    record: JSONObject, digests: dict[str, tuple[bytes, bytes]]
+) -> tuple[str, bytes] | None:
+    """The hash and the line of a version-2 record without a hash, or None when it cannot be
+    spliced (a digested field missing, a marker's text inside the record)."""
+    if not ("after" in record and "before" in record and "reason" in record) or "hash" in record:
+        return None
+    mark_after, mark_before, mark_hash, mark_reason = _MARKS
+    template = canonical(
+        {
+            **record,
+            "after": mark_after,
+            "before": mark_before,
+            "reason": mark_reason,
+            "hash": mark_hash,
+        }
+    )
+    parts = template.split(_MARK_PREFIX)
+    if len(parts) != 5:
+        return None
+    for index, end in enumerate(_MARK_ENDS, start=1):
+        if not parts[index].startswith(end):
+            return None
+        parts[index] = parts[index][len(end) :]
+    if not parts[2].endswith(_HASH_KEY) or not parts[3].startswith(b","):
+        return None
+    reason = record["reason"]
+    if isinstance(reason, str):
+        cached = digests.get(reason)
+        if cached is None:
+            cached = digests[reason] = _encoded(reason)
+        reason_bytes, reason_digest = cached
+    else:
+        reason_bytes, reason_digest = _encoded(reason)
+    after_bytes, after_digest = _encoded(record["after"])
+    before_bytes, before_digest = _encoded(record["before"])
+    head, between, before_hash, after_hash, tail = parts  # around after, before, hash, reason
+    # The body record_hash hashes: the record without its hash, the three values digested.
+    body = b"".join(
+        (
+            head,
+            after_digest,
+            between,
+            before_digest,
+            before_hash[: -len(_HASH_KEY)],
+            after_hash[1:],
+            reason_digest,
+            tail,
+        )
+    )
+    digest = hashlib.sha256(body).hexdigest()
+    line = b"".join(
+        (
+            head,
+            after_bytes,
+            between,
+            before_bytes,
+            before_hash,
+            b'"' + digest.encode() + b'"',
+            after_hash,
+            reason_bytes,
+            tail,
+            b"\n",
+        )
+    )
+    return digest, line
 
 
 def encode(records: Iterable[JSONObject]) -> bytes:

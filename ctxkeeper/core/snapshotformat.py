@@ -12,8 +12,10 @@ is checked against the model, and an error names its line.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+import secrets
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -35,7 +37,7 @@ from ctxkeeper.core.teamlog import EVENT_FIELDS, OPTIONAL_FIELDS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
+    from collections.abc import Callable, Iterable, Mapping, Sequence
 
     from ctxkeeper.core._types import JSONObject, JSONValue
 
@@ -102,8 +104,25 @@ def entry_line(entry: Mapping[str, JSONValue]) -> bytes:
 
 
 def event_line(event: Mapping[str, JSONValue]) -> bytes:
-    """An event's line, without its newline."""
-    return _encode({EVENT_KEY: normal_event(event)})
+    """An event's line, without its newline.
+
+    Its ``after`` (most of its bytes) is spelled with every object's keys sorted, which is the
+    journal's canonical encoding: it is encoded so directly, rather than copied sorted first,
+    and spliced in where a mark stood while the rest was encoded (the bytes are the same)."""
+    after = event.get("after")
+    if not isinstance(after, dict):
+        return _encode({EVENT_KEY: normal_event(event)})
+    line = _encode({EVENT_KEY: normal_event({**event, "after": _LINE_MARK})})
+    if line.count(_LINE_MARK_BYTES) != 1:  # the mark's text is in the event itself
+        return _encode({EVENT_KEY: normal_event(event)})
+    return line.replace(_LINE_MARK_BYTES, journal.canonical(after))
+
+
+#: Stands in for an event's ``after`` while the rest of its line is encoded: a control
+#: character and a per-process random nonce, so an event can hold its text only by chance,
+#: and then the count above shows it.
+_LINE_MARK: Final = "\x00" + secrets.token_hex(16)
+_LINE_MARK_BYTES: Final = json.dumps(_LINE_MARK).encode()
 
 
 def normal_entry(entry: Mapping[str, JSONValue]) -> JSONObject:
@@ -117,8 +136,7 @@ def normal_event(event: Mapping[str, JSONValue]) -> JSONObject:
     names = [*EVENT_FIELDS, *(name for name in OPTIONAL_FIELDS if name in event)]
     for name in names:
         value = event.get(name)
-        if name == "after" and isinstance(value, dict):
-            value = normal_entry(value)
+        # An entry's normal form orders its fields, but an event sorts them (below) anyway.
         out[name] = _sorted(value)
     return out
 
@@ -140,10 +158,13 @@ def _redactions(event: Mapping[str, JSONValue]) -> int:
 
 
 def _sorted(value: JSONValue) -> JSONValue:
+    kind = type(value)
+    if kind is str or kind is int or value is None:
+        return value  # the most common values first: nothing to sort in them
     if isinstance(value, dict):
         return {key: _sorted(value[key]) for key in sorted(value)}
     if isinstance(value, list):
-        return [_sorted(item) for item in value]
+        return [item if type(item) is str else _sorted(item) for item in value]
     return value
 
 
@@ -153,18 +174,39 @@ def secret_in(
 ) -> tuple[int, str] | None:
     """The line of the first secret-shaped string and where it is in that line
     (``entry con-001-ab12 field 'rule' holds ...``), or None. The secret itself is never named."""
-    checked: set[str] = set()
+    entries, events = list(entries), list(events)
+    strings: set[str] = set()
+    for _, entry in entries:
+        _collect(entry.values(), strings)
+    for _, event in events:
+        after = event.get("after")
+        _collect(after.values() if isinstance(after, dict) else (after,), strings)
+        _collect((event.get("reason"),), strings)
+    return _secret_hit(entries, events, strings)
+
+
+def _secret_hit(
+    entries: Sequence[tuple[int, Mapping[str, JSONValue]]],
+    events: Sequence[tuple[int, JSONObject]],
+    strings: set[str],
+) -> tuple[int, str] | None:
+    """:func:`secret_in`, given every string the entries and events hold (more do no harm:
+    a hit is reported only where it is found in them). Most events repeat their entry's
+    unchanged fields: every distinct string is scanned once, all together, and the lines are
+    walked again only when one of them is a secret."""
+    kinds = secretscan.secret_kinds(strings)
+    if not kinds:
+        return None
     for line, entry in entries:
-        hit = _scan(entry, checked)
+        hit = _scan(entry, kinds)
         if hit:
             return line, f"entry {entry.get('id')} field {hit[0]!r} holds {_a(hit[1])}"
     for line, event in events:
-        after = event.get("after")
-        hit = _scan({"after": after, "reason": event.get("reason")}, checked)
+        hit = _scan({"after": event.get("after"), "reason": event.get("reason")}, kinds)
         if hit:
             where = f"a journal event of {event.get('id')} (field {hit[0]!r})"
             return line, f"{where} holds {_a(hit[1])}"
-    return None
+    return None  # the secret was in a copy of an event that a purged copy replaced
 
 
 def _a(kind: str) -> str:
@@ -172,17 +214,40 @@ def _a(kind: str) -> str:
     return f"{'an' if kind[:1].lower() in 'aeio' else 'a'} {kind}"
 
 
-def _scan(value: Mapping[str, JSONValue], checked: set[str]) -> tuple[str, str] | None:
-    # Most events repeat their entry's unchanged fields; each distinct string is scanned once,
-    # and a field's path is worked out only for the rare string that holds a secret.
+def _collect(values: Iterable[JSONValue], strings: set[str]) -> None:
+    """Add every string in ``values`` (at any depth) to ``strings``. The flat shapes of an
+    entry's fields (text, a list of texts) are read in place; anything deeper by a stack."""
+    add = strings.add
+    stack: list[JSONValue] = []
+    for item in values:
+        kind = type(item)
+        if kind is str:
+            add(item)  # type: ignore[arg-type]
+        elif kind is list:
+            for element in item:  # type: ignore[union-attr]
+                if type(element) is str:
+                    add(element)
+                elif isinstance(element, (str, dict, list)):
+                    stack.append(element)
+        elif isinstance(item, (str, dict, list)):
+            stack.append(item)
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            add(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def _scan(value: Mapping[str, JSONValue], kinds: Mapping[str, str]) -> tuple[str, str] | None:
+    # A field's path is worked out only for the rare string that holds a secret.
     stack: list[JSONValue] = list(value.values())
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            if item in checked:
-                continue
-            checked.add(item)
-            kind = secretscan.find_secret(item)
+            kind = kinds.get(item)
             if kind is not None:
                 path = next(
                     p for name, v in value.items() for p, t in _strings(name, v) if t == item
@@ -215,8 +280,9 @@ def parse(data: bytes, path: str) -> Snapshot:
         raise SnapshotError(path, None, f"{len(data)} bytes is over the {MAX_BYTES}-byte limit")
     snapshot = Snapshot()
     header = False
+    strings: set[str] = set()  # every string the lines hold, for the secret scan
     for number, raw in enumerate(data.split(b"\n"), start=1):
-        if not raw.strip():
+        if not raw or raw.isspace():  # as raw.strip() is empty, without copying the line
             continue
         if len(raw) > MAX_LINE_BYTES:
             raise SnapshotError(
@@ -230,7 +296,7 @@ def parse(data: bytes, path: str) -> Snapshot:
                 "marker lines (run `ctxkeeper init` so git merges this file with its union merge)",
             )
         try:
-            header = _read_line(snapshot, raw, path, number) or header
+            header = _read_line(snapshot, raw, path, number, strings) or header
         except SnapshotError as exc:
             # A message quotes the value it refuses: never when that value is secret-shaped.
             kind = secretscan.find_secret(exc.detail)
@@ -246,22 +312,24 @@ def parse(data: bytes, path: str) -> Snapshot:
         raise SnapshotError(
             path, None, f"not a ctxkeeper snapshot (no {{{HEADER_KEY!r}: ...}} header line)"
         )
-    hit = secret_in(snapshot.entries, snapshot.events.values())
+    hit = _secret_hit(snapshot.entries, list(snapshot.events.values()), strings)
     if hit:
         raise SnapshotError(path, hit[0], f"{hit[1]}; remove it from the file before importing")
     return snapshot
 
 
-def _read_line(snapshot: Snapshot, raw: bytes, path: str, number: int) -> bool:
+def _read_line(snapshot: Snapshot, raw: bytes, path: str, number: int, strings: set[str]) -> bool:
     """Check one line and add what it holds to ``snapshot``; True for the header line."""
     key, value = _object(raw, path, number)
     if key == HEADER_KEY:
         _check_version(value, path, number)
         return True
     if key == ENTRY_KEY:
-        snapshot.entries.append((number, _checked_entry(value, path, number)))
+        entry = _checked_entry(value, path, number)
+        _collect(entry.values(), strings)
+        snapshot.entries.append((number, entry))
         return False
-    event = _checked_event(value, path, number)
+    event = _checked_event(value, path, number, strings)
     event_id = str(event["event"])
     seen = snapshot.events.get(event_id)
     if seen is not None and not same_event(seen[1], event):
@@ -277,9 +345,23 @@ def _read_line(snapshot: Snapshot, raw: bytes, path: str, number: int) -> bool:
     return False
 
 
+_DECODER: Final = json.JSONDecoder()
+
+
+def _loads(raw: bytes) -> JSONValue:
+    """``json.loads(raw)``. A line that opens with an ASCII character is one json.loads
+    reads as UTF-8 (its encoding guess needs a zero byte among the first two), so it is decoded
+    here as json.loads would and handed to the decoder directly."""
+    if raw[:1] == b"{" and raw[1:2] != b"\x00":
+        value: JSONValue = _DECODER.decode(raw.decode("utf-8", "surrogatepass"))
+        return value
+    loaded: JSONValue = json.loads(raw)
+    return loaded
+
+
 def _object(raw: bytes, path: str, number: int) -> tuple[str, JSONValue]:
     try:
-        value = json.loads(raw)
+        value = _loads(raw)
     except UnicodeDecodeError:
         raise SnapshotError(path, number, "line is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
@@ -346,14 +428,17 @@ def _deeper(value: JSONValue, limit: int) -> bool:
     return False
 
 
-def _checked_event(value: JSONValue, path: str, number: int) -> JSONObject:
+def _checked_event(value: JSONValue, path: str, number: int, strings: set[str]) -> JSONObject:
+    """An event line's value, checked; adds the strings of its ``after`` and ``reason`` to
+    ``strings`` (collected while the entry's shape is checked, not in a second walk)."""
+
     def fail(detail: str) -> SnapshotError:
         return SnapshotError(path, number, detail)
 
     if not isinstance(value, dict):
         raise fail("a journal event must be an object")
-    unknown = sorted(set(value) - set(EVENT_FIELDS) - set(OPTIONAL_FIELDS))
-    if unknown:
+    if not _EVENT_KEYS.issuperset(value):
+        unknown = sorted(set(value) - _EVENT_KEYS)
         raise fail(f"unknown event field {', '.join(map(repr, unknown))}")
     version = value.get("version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
@@ -371,12 +456,12 @@ def _checked_event(value: JSONValue, path: str, number: int) -> JSONObject:
     op = value.get("op")
     if not isinstance(op, str) or op not in journal.OPS:  # a list or object is unhashable
         raise fail(f"unknown op {op!r}")
-    if not isinstance(value.get("at"), str):
+    at = value.get("at")
+    if not isinstance(at, str):
         raise fail("at must be a time string")
-    try:
-        times.parse_time(str(value["at"]), field="at")
-    except CtxkeeperError as exc:
-        raise fail(str(exc)) from None
+    problem = _at_problem(at)
+    if problem:
+        raise fail(problem)
     _check_actor(value.get("actor"), fail)
     reason = value.get("reason")
     if not (
@@ -388,45 +473,49 @@ def _checked_event(value: JSONValue, path: str, number: int) -> JSONObject:
     parents = value.get("parents")
     if not isinstance(parents, list) or len(parents) > MAX_PARENTS:
         raise fail(f"parents must be a list of at most {MAX_PARENTS} event identities")
-    if not all(isinstance(p, str) and EVENT_ID.fullmatch(p) for p in parents):
-        raise fail("parents must be event identities (16 lowercase hex digits)")
+    for parent in parents:
+        if not isinstance(parent, str) or not EVENT_ID.fullmatch(parent):
+            raise fail("parents must be event identities (16 lowercase hex digits)")
     if "blocks" in value:
         blocks = value["blocks"]
         if op != "purge" or not isinstance(blocks, dict) or set(blocks) - {"value_sha256", "at"}:
             raise fail("only a purge carries 'blocks', an object with value_sha256 and at")
         _check_digest({journal.REDACTED_KEY: blocks.get("value_sha256")}, fail)
+    _collect((reason,), strings)
     after = value.get("after")
     if journal.is_redacted(after):
         _check_digest(after, fail)
+        _collect((after,), strings)
     elif after is None:
         if op not in ("purge", "manual_edit"):
             raise fail(f"a {op} event must carry the entry it left ('after')")
     else:
         # A past version is held to its shape here; the versions an import makes live pass
         # the model's full checks and the floors there (ctxkeeper.write.exchange).
-        entry = _shaped_entry(after, path, number)
+        entry = _shaped_entry(after, path, number, strings)
         if entry.get("id") != entry_id:
             raise fail(f"the event is about {entry_id} but its entry is {entry.get('id')}")
     return value
 
 
-def _shaped_entry(value: JSONValue, path: str, number: int) -> JSONObject:
+def _shaped_entry(value: JSONValue, path: str, number: int, strings: set[str]) -> JSONObject:
     """An entry's shape (id, kind, status, origin, revision, text and list types and sizes,
-    nesting): what a version kept as history must have, cheaply checked."""
+    nesting): what a version kept as history must have, cheaply checked. Its strings are
+    added to ``strings``."""
     if not isinstance(value, dict):
         raise SnapshotError(path, number, "an entry must be an object")
     entry_id = value.get("id")
     if not isinstance(entry_id, str) or not ID_PATTERN.match(entry_id):
         raise SnapshotError(path, number, f"bad id {entry_id!r}")
-    kind = value.get("kind")
+    entry_kind = value.get("kind")
     if (
-        kind not in KINDS
+        entry_kind not in KINDS
         or value.get("status") not in STATUSES
         or value.get("origin") not in ORIGINS
         or not isinstance(value.get("revision"), int)
     ):
         raise SnapshotError(path, number, f"{entry_id}: bad kind, status, origin or revision")
-    for name in TEXT_FIELDS[str(kind)]:
+    for name in TEXT_FIELDS[str(entry_kind)]:
         text = value.get(name)
         if not isinstance(text, str) or len(text) > TEXT_MAX:
             raise SnapshotError(
@@ -434,7 +523,14 @@ def _shaped_entry(value: JSONValue, path: str, number: int) -> JSONObject:
                 number,
                 f"{entry_id}: field {name!r} must be text of at most {TEXT_MAX} characters",
             )
+    add = strings.add
     for name, item in value.items():
+        kind = type(item)
+        if kind is str:
+            add(item)  # type: ignore[arg-type]
+            continue  # a text's size is held above for the fields that must be text
+        if kind is int or item is None:
+            continue
         if isinstance(item, list):
             if len(item) > LIST_MAX:
                 raise SnapshotError(path, number, f"{entry_id}: field {name!r} has too many items")
@@ -444,17 +540,46 @@ def _shaped_entry(value: JSONValue, path: str, number: int) -> JSONObject:
                         raise SnapshotError(
                             path, number, f"{entry_id}: field {name!r} item too long"
                         )
-                elif isinstance(element, (dict, list)) and _deeper(element, MAX_DEPTH - 1):
-                    raise SnapshotError(
-                        path,
-                        number,
-                        f"{entry_id}: field {name!r} nests over {MAX_DEPTH} levels deep",
-                    )
-        elif isinstance(item, dict) and _deeper(item, MAX_DEPTH):
-            raise SnapshotError(
-                path, number, f"{entry_id}: field {name!r} nests over {MAX_DEPTH} levels deep"
-            )
+                    add(element)
+                elif isinstance(element, (dict, list)):
+                    if _deeper(element, MAX_DEPTH - 1):
+                        raise SnapshotError(
+                            path,
+                            number,
+                            f"{entry_id}: field {name!r} nests over {MAX_DEPTH} levels deep",
+                        )
+                    _collect((element,), strings)
+        elif isinstance(item, dict):
+            if _deeper(item, MAX_DEPTH):
+                raise SnapshotError(
+                    path, number, f"{entry_id}: field {name!r} nests over {MAX_DEPTH} levels deep"
+                )
+            _collect((item,), strings)
+        else:
+            _collect((item,), strings)  # a str subclass cannot come from JSON; kept sound
     return value
+
+
+_EVENT_KEYS: Final = frozenset(EVENT_FIELDS) | frozenset(OPTIONAL_FIELDS)
+
+
+def _time_problem(at: str) -> str | None:
+    """Why an event's time is refused (None: it is sound)."""
+    try:
+        times.parse_time(at, field="at")
+    except CtxkeeperError as exc:
+        return str(exc)
+    return None
+
+
+#: Events of one entry and of one session often share a time: each distinct time of a
+#: plausible length is read once (the verdict is the text's alone); a longer one every time,
+#: so a hostile file cannot fill the cache with megabyte-long times.
+_cached_time_problem: Final = functools.lru_cache(maxsize=1 << 16)(_time_problem)
+
+
+def _at_problem(at: str) -> str | None:
+    return _cached_time_problem(at) if len(at) <= 64 else _time_problem(at)
 
 
 def _check_digest(value: JSONValue, fail: Callable[[str], SnapshotError]) -> None:

@@ -68,8 +68,10 @@ def team_events(records: Iterable[Mapping[str, JSONValue]]) -> list[JSONObject]:
 
 def shared_fields(record: Mapping[str, JSONValue]) -> JSONObject:
     """The fields of a journal record the team shares (see :data:`EVENT_FIELDS`)."""
-    event: JSONObject = {name: record.get(name) for name in EVENT_FIELDS}
-    event.update({name: record[name] for name in OPTIONAL_FIELDS if name in record})
+    event: JSONObject = dict(zip(EVENT_FIELDS, map(record.get, EVENT_FIELDS), strict=True))
+    for name in OPTIONAL_FIELDS:
+        if name in record:
+            event[name] = record[name]
     return event
 
 

@@ -1,0 +1,203 @@
+"""The import's fast paths give the verdicts and bytes of the plain code they stand in for.
+
+Sealing splices a record's line and hashed body from one encoding (journal.sealed); the
+snapshot's secret scan looks for every rule hint once over all the strings joined
+(secretscan.secret_kinds); an event's time verdict is cached by its text. Each is held here
+to the general code on generated input, hostile shapes included.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxkeeper.core import journal, secretscan, snapshotformat, teamlog
+from ctxkeeper.core.errors import SnapshotError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ctxkeeper.core._types import JSONObject, JSONValue
+
+PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+#: Text around and inside secrets: rule hints, separators, the markers sealing splices with.
+FRAGMENTS = st.sampled_from(
+    [
+        "ghp_",
+        "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+        "api_key = ",
+        "Zx9Qw8Er7Ty6Ui5Op4As3Df2",
+        "password: ",
+        "hunter2!Xy9z",
+        "sk-",
+        "AKIA",
+        "IOSFODNN7EXAMPLQ",
+        ".",
+        "://",
+        "@",
+        "\x00",
+        "\u200b",
+        "\uff47\uff48\uff50_",
+        "token",
+        "key",
+        " ",
+        '"',
+        "\\",
+        "\n",
+        "\x00" + journal._NONCE + "after",
+        "\x00" + journal._NONCE + "reason",
+        "é",
+        "İ",
+    ]
+)
+TEXTS = st.lists(st.one_of(FRAGMENTS, st.text(max_size=12)), max_size=8).map("".join)
+VALUES: st.SearchStrategy[JSONValue] = st.recursive(
+    st.none() | st.booleans() | st.integers() | TEXTS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXTS, inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@PROPS
+@given(st.lists(TEXTS, max_size=12))
+def test_secret_kinds_agree_with_find_secret(texts: list[str]) -> None:
+    one_by_one = {text: secretscan.find_secret(text) for text in texts}
+    expected = {text: kind for text, kind in one_by_one.items() if kind is not None}
+    assert secretscan.secret_kinds(texts) == expected
+
+
+def test_secret_kinds_finds_each_secret_beside_clean_text() -> None:
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    texts = ["plain words", f"the CI uses {token}", "more words. with a dot", token + " again"]
+    kinds = secretscan.secret_kinds(texts)
+    assert kinds == {f"the CI uses {token}": "GitHub token", token + " again": "GitHub token"}
+    assert "plain words" not in kinds  # the control: present texts, absent verdicts
+
+
+def _event(
+    after: JSONValue, before: JSONValue, reason: JSONValue, **extra: JSONValue
+) -> JSONObject:
+    event = journal.make_event(
+        op="update",
+        entry_id="con-001-abcd",
+        before=before,
+        after=after,
+        actor={"origin": "user", "user": "tester"},
+        reason=None,
+        at="2026-11-30T09:15:00Z",
+    )
+    event["reason"] = reason
+    event.update(extra)
+    return event
+
+
+@PROPS
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(st.none(), st.dictionaries(TEXTS, VALUES, max_size=4)),
+            VALUES,
+            st.one_of(st.none(), TEXTS),
+            st.sampled_from([1, 2]),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_sealed_lines_and_hashes_are_canonical(
+    specs: list[tuple[JSONValue, JSONValue, str | None, int, bool]],
+) -> None:
+    events = []
+    for after, before, reason, version, purged in specs:
+        event = _event(journal.redacted(after) if purged else after, before, reason)
+        event["version"] = version
+        events.append(event)
+    out = journal.sealed(events, seq=7, head="f" * 64, tx="t")
+    head = "f" * 64
+    for record, line in out:
+        assert record["prev"] == head
+        assert record["hash"] == journal.record_hash(record)
+        assert line == journal.canonical(record) + b"\n"
+        assert json.loads(line) == record
+        head = str(record["hash"])
+    assert journal.verify_chain([record for record, _ in out], seq=7, head="f" * 64) == []
+
+
+def test_sealed_falls_back_when_a_marker_is_spelled_in_the_record() -> None:
+    spelled = "\x00" + journal._NONCE + "reason"
+    plain = _event({"id": "con-001-abcd", "rule": "r"}, None, "why")
+    tricky = _event({"id": "con-001-abcd", "rule": spelled}, None, spelled)
+    no_before = {k: v for k, v in plain.items() if k != "before"}
+    out = journal.sealed([plain, tricky, no_before], seq=0, head=journal.GENESIS, tx="t")
+    for record, line in out:
+        assert record["hash"] == journal.record_hash(record)
+        assert line == journal.canonical(record) + b"\n"
+    assert json.loads(out[1][1])["reason"] == spelled
+
+
+def test_canonical_matches_the_json_encoder() -> None:
+    value: JSONValue = {"b": [1, 2.5, None, True], "a": {"z": 'é\n"', "y": []}, "c": -0.0}
+    reference = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert journal.canonical(value) == reference.encode()
+    assert journal.canonical("x") == b'"x"'
+
+
+def _snapshot(at: str) -> bytes:
+    event = {
+        "id": "con-001-abcd",
+        "at": at,
+        "event": "0123456789abcdef",
+        "version": 2,
+        "op": "purge",
+        "actor": {"origin": "user", "user": None},
+        "reason": None,
+        "parents": [],
+        "after": None,
+    }
+    header = json.dumps({"ctxkeeper_snapshot": 1})
+    return f"{header}\n{json.dumps({'journal': event})}\n".encode()
+
+
+def test_a_bad_event_time_is_refused_every_time_it_is_read() -> None:
+    good = snapshotformat.parse(_snapshot("2026-11-30T09:15:00Z"), "/x/snap")
+    assert "0123456789abcdef" in good.events
+    for _ in range(2):  # the cached verdict is the same refusal, naming the line
+        with pytest.raises(SnapshotError, match="2026-02-30T09:15:00Z") as caught:
+            snapshotformat.parse(_snapshot("2026-02-30T09:15:00Z"), "/x/snap")
+        assert caught.value.line == 2
+    long_time = "2026-11-30T09:15:00Z" + " " * 100  # past the cache's length: read each time
+    assert "0123456789abcdef" in snapshotformat.parse(_snapshot(long_time), "/x/snap").events
+
+
+def _deep_sorted(value: JSONValue) -> JSONValue:
+    if isinstance(value, dict):
+        return {key: _deep_sorted(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_deep_sorted(item) for item in value]
+    return value
+
+
+@PROPS
+@given(
+    st.one_of(st.none(), st.dictionaries(TEXTS, VALUES, max_size=4)),
+    st.one_of(st.none(), TEXTS),
+    st.booleans(),
+    st.booleans(),
+)
+def test_event_line_is_the_sorted_spelling_of_the_event(
+    after: JSONObject | None, reason: str | None, purged: bool, spelled: bool
+) -> None:
+    event = _event(journal.redacted(after) if purged else after, None, reason)
+    event["parents"] = ["0123456789abcdef"]
+    # The mark's own text inside the event: the line is then encoded without splicing.
+    user = snapshotformat._LINE_MARK if spelled else "tester"
+    event["actor"] = {"user": user, "origin": "user"}
+    names = [*teamlog.EVENT_FIELDS]
+    expected = {name: _deep_sorted(event.get(name)) for name in names}
+    line = snapshotformat.event_line(event)
+    reference = json.dumps({"journal": expected}, ensure_ascii=False, separators=(",", ":"))
+    assert line == reference.encode()
+    assert json.loads(line)["journal"]["after"] == event["after"]
