@@ -109,7 +109,7 @@ def query_terms(query: str, index: TextIndex) -> list[QueryTerm]:
         for term in terms(token):
             if term != NEGATION and term not in found:
                 found[term] = token
-    count = len(index.ids)
+    count = index.size
     unseen = UNSEEN_SCALE * math.log(1.0 + (count + 0.5) / 0.5)
     out = []
     for term, word in found.items():

@@ -87,34 +87,67 @@ def _list(value: object) -> list[object]:
 
 
 class _IndexCache:
-    """The text index of the last store state seen.
+    """The text index of the last store state seen, and the entries by document number.
 
     ``Store.load`` hands back the same :class:`State` object while ``entries.json`` is
-    unchanged on disk and a new one after any write or hand edit, so identity is the key.
+    unchanged on disk and a new one after any write or hand edit, so identity is the key. A
+    new state that differs in a few entries updates the index; stored entries are replaced
+    on change, never changed in place, so an entry object seen before is indexed right.
     """
 
     def __init__(self) -> None:
         self.state: State | None = None
         self.warm = False
         """An index was made in this process: later ones follow writes and are not saved."""
-        self.entries: list[JSONObject] = []
+        self.entries: list[JSONObject | None] = []
+        """Each document's entry (None: a document an update removed)."""
         self.index = TextIndex()
 
-    def get(self, state: State, cache_dir: str | None = None) -> tuple[list[JSONObject], TextIndex]:
-        if state is not self.state:
+    def get(
+        self, state: State, cache_dir: str | None = None
+    ) -> tuple[list[JSONObject | None], TextIndex]:
+        if state is not self.state and not self._follow(state):
             # Let the old index go first: a server holds one index at a time, not two.
             self.index, self.state = TextIndex(), None
-            self.entries = [state.entries[k] for k in sorted(state.entries)]
+            entries = [state.entries[k] for k in sorted(state.entries)]
             key = state_key(state)
             if cache_dir is None or key is None:
-                self.index = TextIndex.build(self.entries)
+                self.index = TextIndex.build(entries)
             else:
                 # A cold process reads the index a previous one left (rebuilt when stale);
                 # a warm one that saw the store change rebuilds in memory, writing nothing.
                 save = not self.warm
-                self.index = textindex.load_or_build(self.entries, cache_dir, key, save=save)
+                self.index = textindex.load_or_build(entries, cache_dir, key, save=save)
+            self.entries = list(entries)
             self.state, self.warm = state, True
         return self.entries, self.index
+
+    def _follow(self, state: State) -> bool:
+        """Bring the index from the last state to ``state`` when few entries differ."""
+        if self.state is None:
+            return False
+        new = state.entries
+        removed: list[tuple[int, JSONObject]] = []
+        for doc, entry in enumerate(self.entries):
+            if entry is not None and new.get(str(entry.get("id"))) is not entry:
+                removed.append((doc, entry))
+        fresh = sorted(
+            {str(e.get("id")) for _, e in removed} | (new.keys() - self.state.entries.keys())
+        )
+        added = [new[key] for key in fresh if key in new]
+        limit = max(_FOLLOW_MOST, len(new) // 8)
+        if len(removed) + len(added) > limit or len(self.index.removed) + len(removed) > limit:
+            return False  # many changes, or many holes: a fresh build costs about as much
+        try:
+            self.index.update(removed, added)
+        except (ValueError, KeyError):
+            self.state = None
+            return False  # not the index these entries were added to: rebuild it
+        for doc, _ in removed:
+            self.entries[doc] = None
+        self.entries.extend(added)
+        self.state = state
+        return True
 
 
 def state_key(state: State) -> str | None:
@@ -133,6 +166,8 @@ _BUILDER: Final = hashlib.sha256(
 ).hexdigest()[:12]
 
 
+#: Changes an index follows (or a store's eighth, when more) before a rebuild is cheaper.
+_FOLLOW_MOST: Final = 64
 _CACHE = _IndexCache()
 
 
@@ -150,11 +185,14 @@ def get_context(store: Store, arguments: Mapping[str, object]) -> JSONObject:
 
 
 def rank(
-    entries: Sequence[JSONObject], index: TextIndex, request: ContextQuery, *, root: str
+    entries: Sequence[JSONObject | None], index: TextIndex, request: ContextQuery, *, root: str
 ) -> JSONObject:
-    """The ranking proper, separate from the store so evals and benchmarks can drive it."""
+    """The ranking proper, separate from the store so evals and benchmarks can drive it.
+
+    :param entries: each document's entry, as the index numbers them (None: removed).
+    """
     instant = request.as_of or times.now()
-    by_id = {str(e["id"]): e for e in entries}
+    by_id = {str(e["id"]): e for e in entries if e is not None}
     rel_path = relative_path(request.path, root) if request.path else None
     query_terms = terms(coverage.normalise_query(request.query))
     text_scores = index.score_terms(query_terms)[0] if query_terms else {}
@@ -166,6 +204,8 @@ def rank(
     # the validity check, which would otherwise run over the whole store for every query.
     text_only = not request.tags and rel_path is None
     for doc, entry in enumerate(entries):
+        if entry is None:
+            continue
         text = text_scores.get(doc, 0.0)
         if text_only and text <= 0:
             continue
