@@ -68,7 +68,8 @@ def _bucket(entry: Mapping[str, JSONValue]) -> tuple[dict[str, float], float]:
 @dataclass
 class TextIndex:
     """Postings of weighted term frequencies per entry, built once and then kept up to date
-    by :meth:`update` (a write changes a few entries; rebuilding cost a second at 10,000).
+    by :meth:`update` (dec-026-7df7: a write changes a few entries; a rebuild cost a second
+    at 10,000).
 
     An entry is a *document* numbered in the order it was added; one removed leaves its
     number unused (in ``removed``), so the others keep theirs, and nothing of it stays in the
