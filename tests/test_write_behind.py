@@ -26,6 +26,7 @@ from ctxkeeper.write.verbs import record_entry, update_entry, user_actor
 from tests.conftest import REPO_ROOT, constraint_fields
 from tests.hook_harness import edit, run_hook
 from tests.mcp_wire import McpSession
+from tests.test_storage_faults import record_args
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -54,6 +55,12 @@ def cli(root: str, *args: str) -> subprocess.CompletedProcess[str]:
         timeout=60,
         check=False,
     )
+
+
+def person_adds(root: str, rule: str) -> subprocess.CompletedProcess[str]:
+    """A person's ``ctxkeeper add`` of a soft rule, in its own process."""
+    reason = str(constraint_fields()["reason"])
+    return cli(root, "add", "constraint", "--rule", rule, "--reason", reason, "--hardness", "soft")
 
 
 def listed(root: str) -> set[str]:
@@ -160,17 +167,7 @@ class TestDeferredInProcess:
     ) -> None:
         store = deferring
         ours = record(store, RULES[1])
-        theirs = cli(
-            store.root,
-            "add",
-            "constraint",
-            "--rule",
-            RULES[2],
-            "--reason",
-            str(constraint_fields()["reason"]),
-            "--hardness",
-            "soft",
-        )
+        theirs = person_adds(store.root, RULES[2])
         assert theirs.returncode == 0, theirs.stderr
         # The other process found our journaled record past the entry file and wrote it.
         on_disk = ids_in_entries_file(store)
@@ -184,17 +181,6 @@ class TestDeferredInProcess:
 
 
 # -- the real server -------------------------------------------------------------------------
-
-
-def record_args(rule: str) -> JSONObject:
-    fields = constraint(rule)
-    return {
-        "kind": "constraint",
-        "rule": rule,
-        "reason": str(fields["reason"]),
-        "hardness": "hard",
-        "scope": ["src/billing/"],
-    }
 
 
 def serve(root: str) -> McpSession:
@@ -268,17 +254,7 @@ class TestServer:
             stream.close()
         assert first in listed(store.root)
         assert first in gate_ids(project, "s-killed")
-        second = cli(
-            store.root,
-            "add",
-            "constraint",
-            "--rule",
-            RULES[1],
-            "--reason",
-            str(constraint_fields()["reason"]),
-            "--hardness",
-            "soft",
-        )
+        second = person_adds(store.root, RULES[1])
         assert second.returncode == 0, second.stderr
         assert first in ids_in_entries_file(store)
         assert file_bytes(snapshot.default_path(store.dir)) == full_export(store)

@@ -11,7 +11,10 @@ from ctxkeeper.core.errors import LockTimeoutError, StoreError, UnsafeStoreError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Callable, Iterator, Sequence
+    from typing import BinaryIO, TypeVar
+
+    _T = TypeVar("_T")
 
 # con-003-a7ed: O_NOFOLLOW makes the kernel refuse a symlink at the last path component, closing the gap
 # between our lstat check and the open (a cloned repository is untrusted input).
@@ -46,6 +49,16 @@ def check_not_link(path: str) -> None:
 
 def read_bytes(path: str) -> bytes | None:
     """The file's bytes, or None when it does not exist; never follows a symlink."""
+    return _read(path, lambda handle: handle.read())
+
+
+def read_lines(path: str) -> list[bytes] | None:
+    """The file's lines without their newlines, or None when it does not exist; never follows
+    a symlink. Read a line at a time, so the whole file is never held beside its lines."""
+    return _read(path, lambda handle: [line.removesuffix(b"\n") for line in handle])
+
+
+def _read(path: str, how: Callable[[BinaryIO], _T]) -> _T | None:
     check_not_link(path)
     try:
         fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
@@ -60,29 +73,7 @@ def read_bytes(path: str) -> bytes | None:
         raise _unusable(path, exc) from None
     with handle:
         try:
-            return handle.read()
-        except OSError as exc:
-            raise _unusable(path, exc) from None
-
-
-def read_lines(path: str) -> list[bytes] | None:
-    """The file's lines without their newlines, or None when it does not exist; never follows
-    a symlink. Read a line at a time, so the whole file is never held beside its lines."""
-    check_not_link(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise _unusable(path, exc) from None
-    try:
-        handle = os.fdopen(fd, "rb")
-    except OSError as exc:
-        os.close(fd)
-        raise _unusable(path, exc) from None
-    with handle:
-        try:
-            return [line[:-1] if line.endswith(b"\n") else line for line in handle]
+            return how(handle)
         except OSError as exc:
             raise _unusable(path, exc) from None
 
