@@ -414,7 +414,7 @@ class Store:
             # A snapshot may be missing records a crash left unapplied, and still holds a
             # purged entry's text: then it is rebuilt, not patched. Records this process
             # deferred are known, so the snapshot they left behind is patched with them.
-            earlier = deferred.records if deferred is not None else ([] if not behind else None)
+            earlier = _since_snapshot(behind, deferred)
             patch = None if earlier is None or txn.redact else [*earlier, *committed]
             self._after_commit(txn, state, patch, refresh=refresh)
 
@@ -426,7 +426,7 @@ class Store:
         committed: list[JSONObject],
     ) -> None:
         """Leave the derived files of a journaled write to :func:`flush_deferred`."""
-        earlier = deferred.records if deferred is not None else ([] if not behind else None)
+        earlier = _since_snapshot(behind, deferred)
         key, _ = self._read_entries_cached()
         _DEFERRED[self.dir] = _Deferred(
             root=self.root,
@@ -655,6 +655,14 @@ def entry_shape_problem(entry: Mapping[str, JSONValue]) -> str | None:
 #: The entries last found servable, by id, so a long-running process does not re-check every
 #: entry on every read and write (an entry is replaced on change, never changed in place).
 _SERVABLE: dict[str, JSONObject] = {}
+
+
+def _since_snapshot(behind: bool, deferred: _Deferred | None) -> list[JSONObject] | None:
+    """The records the team snapshot lacks before this write: this process's deferred ones,
+    none when the entry file was current, unknown (None) when a crash left it behind."""
+    if deferred is not None:
+        return deferred.records
+    return None if behind else []
 
 
 def _copied(state: State) -> State:
