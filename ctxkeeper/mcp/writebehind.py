@@ -26,7 +26,8 @@ _STORE: Final = "ctxkeeper.core.store"
 
 
 def enable() -> None:
-    """Defer the derived files of this process's writes."""
+    """Defer the derived files of this process's writes: only for a process that calls
+    :func:`finish` on its way out (con-025-8858), never a one-shot CLI or hook."""
     from ctxkeeper.core import store
 
     store.write_behind(True)
