@@ -22,6 +22,7 @@ from ctxkeeper.core import store as store_module
 from ctxkeeper.core.errors import BelowFloorError
 from ctxkeeper.core.snapshotformat import render
 from ctxkeeper.core.store import ENTRIES_FILE, JOURNAL_FILE, Store
+from ctxkeeper.mcp import writebehind
 from ctxkeeper.write.verbs import record_entry, update_entry, user_actor
 from tests.conftest import REPO_ROOT, constraint_fields
 from tests.hook_harness import edit, run_hook
@@ -259,3 +260,33 @@ class TestServer:
         assert first in ids_in_entries_file(store)
         assert file_bytes(snapshot.default_path(store.dir)) == full_export(store)
         assert cli(store.root, "doctor").returncode == 0
+
+
+class TestWhenTheServerFlushes:
+    """The policy of ctxkeeper.mcp.writebehind.settle, driven with a stand-in stdin probe."""
+
+    def test_input_soon_waits_and_quiet_flushes(self, deferring: Store) -> None:
+        store = deferring
+        new = record(store, RULES[1])
+        asked: list[float] = []
+
+        def more_coming(timeout: float) -> bool:
+            asked.append(timeout)
+            return True
+
+        writebehind.settle(more_coming)
+        assert asked == [writebehind.IDLE_SECONDS]
+        assert store_module.deferred_writes()[0] == 1  # a burst goes on: still deferred
+        assert new not in ids_in_entries_file(store)
+        writebehind.settle(lambda _timeout: False)  # quiet: written now
+        assert store_module.deferred_writes() == (0, None)
+        assert new in ids_in_entries_file(store)
+
+    def test_old_deferred_writes_are_flushed_even_mid_burst(self, deferring: Store) -> None:
+        store = deferring
+        young = record(store, RULES[1])
+        writebehind.settle(lambda _timeout: True)
+        assert young not in ids_in_entries_file(store)  # the control: young and input coming
+        store_module._DEFERRED[store.dir].since -= writebehind.OLDEST_SECONDS
+        writebehind.settle(lambda _timeout: True)
+        assert young in ids_in_entries_file(store)

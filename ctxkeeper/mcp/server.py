@@ -61,13 +61,13 @@ def serve(
 
     :param tools: called once, on the first request that needs the tool list.
     :param settle: called after each message with a ``waiting(timeout)`` probe of stdin (see
-        :mod:`ctxkeeper.mcp.writebehind`); the probe answers True at once for a stream whose
-        descriptor cannot be watched.
+        :mod:`ctxkeeper.mcp.writebehind`); for a stream whose descriptor cannot be watched it
+        answers False at once, so deferred writes are applied after every message.
     :return: 0 after EOF; 1 when ``stdout`` can no longer be written (the client is gone).
     """
     session = Session(tools, instructions=instructions, server_version=server_version)
     reader = line_reader(stdin) if settle is not None else None
-    waiting: Callable[[float], bool] = reader.waiting if reader is not None else _always
+    waiting: Callable[[float], bool] = reader.waiting if reader is not None else _unknowable
     for line in jsonrpc.read_lines(reader if reader is not None else stdin):
         reply = session.handle_line(line)
         if reply is not None:
@@ -81,8 +81,8 @@ def serve(
     return 0
 
 
-def _always(_timeout: float) -> bool:
-    return True
+def _unknowable(_timeout: float) -> bool:
+    return False  # no way to tell that more input is coming: never wait on it
 
 
 class Session:
