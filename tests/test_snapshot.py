@@ -344,7 +344,9 @@ class TestEdges:
         shuffled = lines[:1] + list(reversed(lines[1:]))
         with open(path, "wb") as handle:
             handle.write(b"".join(shuffled))
-        snapshot.remember(filled.dir, path, b"".join(shuffled))  # as if this clone wrote it
+        snapshot.remember(
+            filled.dir, path, snapshot.digest(b"".join(shuffled))
+        )  # as if this clone wrote it
         record_entry(
             filled,
             "decision",

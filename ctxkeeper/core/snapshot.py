@@ -61,15 +61,14 @@ def _read_seen(context_dir: str) -> dict[str, JSONValue]:
     return value if isinstance(value, dict) else {}
 
 
-def remember(context_dir: str, path: str, data: bytes | str, *, head: str | None = None) -> None:
-    """Record that this clone holds everything in ``data`` (it wrote or imported it).
+def remember(context_dir: str, path: str, sha256: str, *, head: str | None = None) -> None:
+    """Record that this clone holds everything in the file of this :func:`digest` (it wrote
+    or imported it).
 
-    :param data: the file's bytes, or their SHA-256 (hex) when the caller has it.
     :param head: the hash of the last journal record ``data`` was written from, when it was
         written from this clone's journal: only a snapshot known to be that current is patched.
     """
     seen = _read_seen(context_dir)
-    sha256 = data if isinstance(data, str) else digest(data)
     record: dict[str, JSONValue] = {"sha256": sha256, "identity": _identity(path)}
     if head is not None:
         record["journal_head"] = head
@@ -222,12 +221,13 @@ def auto_refresh(
                 pass  # not laid out as written here (an older version): rebuild it
             else:
                 # Hashed and written line by line: a 50 MB snapshot is held once, as lines.
+                parts = list(_with_newlines(lines))
                 hashed = hashlib.sha256()
-                for part in _with_newlines(lines):
+                for part in parts:
                     hashed.update(part)
                 sha256 = hashed.hexdigest()
                 _expect(context_dir, target, sha256)
-                fsutil.write_atomic(target, list(_with_newlines(lines)))
+                fsutil.write_atomic(target, parts)
                 remember(context_dir, target, sha256, head=_head(committed))
                 _LAYOUT.clear()
                 _LAYOUT[target] = (_identity(target), keys)

@@ -452,7 +452,8 @@ class Store:
         from ctxkeeper.core import snapshot
 
         if txn.snapshot_read is not None:
-            snapshot.remember(self.dir, *txn.snapshot_read)
+            read_path, read_bytes = txn.snapshot_read
+            snapshot.remember(self.dir, read_path, snapshot.digest(read_bytes))
         entries = state.entries.values()
         read = txn.snapshot_read[0] if txn.snapshot_read is not None else None
         default = snapshot.default_path(self.dir)
