@@ -201,3 +201,102 @@ def test_event_line_is_the_sorted_spelling_of_the_event(
     reference = json.dumps({"journal": expected}, ensure_ascii=False, separators=(",", ":"))
     assert line == reference.encode()
     assert json.loads(line)["journal"]["after"] == event["after"]
+
+
+#: What a Discord bot token's text is made of, in both cases, beside look-alikes that fold
+#: onto its letters when lower-cased (the Kelvin sign, a dotted capital I) or stop it.
+_DISCORD_PIECES = st.lists(
+    st.sampled_from(["A", "z", "0", "_", "-", ".", "\u212a", "\u0130", " ", "é", "x" * 7]),
+    max_size=60,
+).map("".join)
+
+
+@PROPS
+@given(_DISCORD_PIECES, _DISCORD_PIECES)
+def test_the_discord_gate_admits_every_text_its_pattern_matches(left: str, right: str) -> None:
+    [rule] = [rule for rule in secretscan._RULES if rule.kind == "Discord bot token"]
+    assert rule.gate is not None
+    assert rule.hints == ()
+    token = "MTk4NjIyNDgzNDcxOTI1MjQ4." + "Cl2FMQ" + "." + "ZnCjm1XVW7vRze4b7Cq4se7kKWs"
+    for text in (left + right, left + token + right):
+        if rule.pattern.search(text):
+            assert rule.gate.search(text.lower()), text
+    # The control: a real token passes the gate and is found, a sentence with dots is not.
+    assert secretscan.secret_kinds([token, "A sentence. Another one."]) == {
+        token: "Discord bot token"
+    }
+
+
+#: Lines a snapshot may hold: sound and broken JSON, blanks of every kind, a byte-order mark,
+#: escapes, an object and values that are not one, trailing whitespace json.loads allows.
+_LINE_PIECES = st.sampled_from(
+    [
+        '{"entry":{"id":"con-001-abcd"}}',
+        '{"journal":1}',
+        "{",
+        "}",
+        "[1]",
+        '"x"',
+        " ",
+        "\t",
+        "\r",
+        "\x0b",
+        "\x0c",
+        "\x1c",
+        "\xa0",
+        "\u2028",
+        "\ufeff",
+        "\x00",
+        '\\"',
+        "\\u0041",
+        "é",
+        "1e999",
+        "9" * 30,
+    ]
+)
+
+
+@PROPS
+@given(st.lists(st.lists(_LINE_PIECES, max_size=4).map("".join), max_size=6))
+def test_lines_read_from_the_decoded_file_are_read_as_bytes_are(texts: list[str]) -> None:
+    data = "\n".join(texts).encode("utf-8", "surrogatepass")
+    as_text = list(snapshotformat._lines(data))
+    # The bytes path is what a file that is not UTF-8 throughout takes.
+    as_bytes = [
+        (number, raw)
+        for number, raw in enumerate(data.split(b"\n"), start=1)
+        if raw and not raw.isspace()
+    ]
+    assert [(number, line) for number, line in as_text] == [
+        (number, raw.decode("utf-8", "surrogatepass")) for number, raw in as_bytes
+    ]
+    for (number, line), (_, raw) in zip(as_text, as_bytes, strict=True):
+        assert _read(line, number) == _read(raw, number)
+
+
+def _read(line: str | bytes, number: int) -> tuple[str, JSONValue]:
+    try:
+        return "value", snapshotformat._line_value(line, "/x/snap", number)
+    except SnapshotError as exc:
+        return "error", str(exc)
+
+
+def test_a_file_that_is_not_utf8_names_its_bad_line() -> None:
+    header = json.dumps({"ctxkeeper_snapshot": 1}).encode()
+    good = snapshotformat.parse(header + b"\n", "/x/snap")
+    assert good.entries == []  # the control: the file without its bad line is sound
+    assert good.events == {}
+    with pytest.raises(SnapshotError, match="not UTF-8") as caught:
+        snapshotformat.parse(header + b"\n\n" + b'{"entry":"\xff"}\n', "/x/snap")
+    assert caught.value.line == 3
+
+
+def test_a_sound_actor_is_remembered_and_an_unsound_one_refused_every_time() -> None:
+    sound = _snapshot("2026-11-30T09:15:00Z")
+    unsound = sound.replace(b'"user": null', b'"user": ["a list"]')
+    assert unsound != sound
+    for _ in range(2):
+        assert "0123456789abcdef" in snapshotformat.parse(sound, "/x/snap").events
+        with pytest.raises(SnapshotError, match="actor field 'user'") as caught:
+            snapshotformat.parse(unsound, "/x/snap")
+        assert caught.value.line == 2

@@ -218,6 +218,10 @@ class _Rule:
     """Lower-case substrings of which one must occur before the regex is worth running."""
     pattern: re.Pattern[str]
     accept: Callable[[re.Match[str]], bool]
+    gate: re.Pattern[str] | None = None
+    """For a token with no fixed text to hint at: a pattern every match's lower-cased text
+    holds, in place of the hints. Its characters never include the separator
+    :func:`secret_kinds` joins texts with, so it is searched in all of them at once."""
 
 
 def _rule(
@@ -227,8 +231,11 @@ def _rule(
     accept: Callable[[re.Match[str]], bool],
     *,
     flags: int = 0,
+    gate: str | None = None,
 ) -> _Rule:
-    return _Rule(kind, hints, re.compile(regex, flags), accept)
+    return _Rule(
+        kind, hints, re.compile(regex, flags), accept, None if gate is None else re.compile(gate)
+    )
 
 
 # A token glued to a longer word is not one. The left boundary is a lookbehind placed *after*
@@ -448,9 +455,12 @@ _RULES: Final[tuple[_Rule, ...]] = (
     ),
     _rule(
         "Discord bot token",
-        (".",),
+        (),
         r"\.[A-Za-z0-9_\-]{6,7}\.[A-Za-z0-9_\-]{27,40}(?![A-Za-z0-9_\-.])",
         _discord_user_id,
+        # A "." hint would send nearly every sentence through the pattern. Lower-casing maps
+        # the ASCII letters onto the class, so every match's lower-cased text holds this.
+        gate=r"\.[a-z0-9_\-]{6,7}\.[a-z0-9_\-]{27}",
     ),
     _rule(
         "bearer token",
@@ -537,13 +547,18 @@ def find_secret(text: str) -> str | None:
 _ALL_HINTS: Final = tuple(sorted({hint for rule in _RULES for hint in rule.hints}))
 
 
+#: The rules that a gate pattern admits rather than hints.
+_GATED: Final = tuple(rule for rule in _RULES if rule.gate is not None)
+
+
 def _find_in(text: str) -> str | None:
     lowered = text.lower()
     present = {hint for hint in _ALL_HINTS if hint in lowered}
-    if not present:
+    gated = {rule.kind for rule in _GATED if rule.gate is not None and rule.gate.search(lowered)}
+    if not present and not gated:
         return None
     for rule in _RULES:
-        if present.isdisjoint(rule.hints):
+        if rule.kind not in gated and present.isdisjoint(rule.hints):
             continue
         for match in rule.pattern.finditer(text):
             if rule.accept(match):
@@ -588,6 +603,13 @@ def _hinted(lowered: list[str]) -> set[int]:
             index = bisect.bisect_right(starts, at) - 1
             hinted.add(index)
             at = joined.find(hint, starts[index + 1])  # on from the next text
+    for rule in _GATED:
+        assert rule.gate is not None
+        found = rule.gate.search(joined)
+        while found is not None:
+            index = bisect.bisect_right(starts, found.start()) - 1
+            hinted.add(index)
+            found = rule.gate.search(joined, starts[index + 1])
     return hinted
 
 

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import functools
 import json
+import json.scanner
 import re
 import secrets
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, cast
 
 from ctxkeeper.core import journal, secretscan, times
 from ctxkeeper.core.errors import CtxkeeperError, SnapshotError
@@ -37,7 +38,7 @@ from ctxkeeper.core.teamlog import EVENT_FIELDS, OPTIONAL_FIELDS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
     from ctxkeeper.core._types import JSONObject, JSONValue
 
@@ -281,33 +282,12 @@ def parse(data: bytes, path: str) -> Snapshot:
     snapshot = Snapshot()
     header = False
     strings: set[str] = set()  # every string the lines hold, for the secret scan
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        if not raw or raw.isspace():  # as raw.strip() is empty, without copying the line
-            continue
-        if len(raw) > MAX_LINE_BYTES:
-            raise SnapshotError(
-                path, number, f"line of {len(raw)} bytes is over the {MAX_LINE_BYTES}-byte limit"
-            )
-        if raw.startswith(_CONFLICT_MARKERS):
-            raise SnapshotError(
-                path,
-                number,
-                "a merge left a conflict marker here; keep both sides' lines and delete the "
-                "marker lines (run `ctxkeeper init` so git merges this file with its union merge)",
-            )
+    for number, line in _lines(data):
         try:
-            header = _read_line(snapshot, raw, path, number, strings) or header
+            value = _line_value(line, path, number)
+            header = _read_line(snapshot, value, path, number, strings) or header
         except SnapshotError as exc:
-            # A message quotes the value it refuses: never when that value is secret-shaped.
-            kind = secretscan.find_secret(exc.detail)
-            if kind is None:
-                raise
-            raise SnapshotError(
-                path,
-                number,
-                f"the line is malformed where it holds {_a(kind)} (not shown here); remove the "
-                "secret from the file before importing",
-            ) from None
+            raise _masked(exc, path, number) from None
     if not header:
         raise SnapshotError(
             path, None, f"not a ctxkeeper snapshot (no {{{HEADER_KEY!r}: ...}} header line)"
@@ -318,9 +298,75 @@ def parse(data: bytes, path: str) -> Snapshot:
     return snapshot
 
 
-def _read_line(snapshot: Snapshot, raw: bytes, path: str, number: int, strings: set[str]) -> bool:
-    """Check one line and add what it holds to ``snapshot``; True for the header line."""
-    key, value = _object(raw, path, number)
+def _masked(error: SnapshotError, path: str, number: int) -> SnapshotError:
+    """A message quotes the value it refuses: never when that value is secret-shaped."""
+    kind = secretscan.find_secret(error.detail)
+    if kind is None:
+        return error
+    return SnapshotError(
+        path,
+        number,
+        f"the line is malformed where it holds {_a(kind)} (not shown here); remove the "
+        "secret from the file before importing",
+    )
+
+
+def _lines(data: bytes) -> Iterator[tuple[int, str | bytes]]:
+    """The file's non-blank lines, numbered. A file that is UTF-8 throughout (as every export
+    is) is decoded once and its lines are text; otherwise they stay bytes, and each is decoded
+    on its own, so the one that is not UTF-8 is named."""
+    try:
+        text = data.decode("utf-8", "surrogatepass")  # as json.loads decodes UTF-8
+    except UnicodeDecodeError:
+        for number, raw in enumerate(data.split(b"\n"), start=1):
+            if raw and not raw.isspace():  # as raw.strip() is empty, without copying the line
+                yield number, raw
+        return
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line and (line[0] == "{" or not _BLANK.fullmatch(line)):
+            yield number, line
+
+
+def _line_value(line: str | bytes, path: str, number: int) -> JSONValue:
+    """A line's JSON value, after its size and a merge's conflict markers are checked."""
+    size = len(line)
+    if isinstance(line, str) and size * 4 > MAX_LINE_BYTES:  # its bytes could be over
+        size = len(line.encode("utf-8", "surrogatepass"))
+    if size > MAX_LINE_BYTES:
+        raise SnapshotError(
+            path, number, f"line of {size} bytes is over the {MAX_LINE_BYTES}-byte limit"
+        )
+    if (
+        line.startswith(_CONFLICT_MARKERS)
+        if isinstance(line, bytes)
+        else line.startswith(_CONFLICT_TEXTS)
+    ):
+        raise SnapshotError(
+            path,
+            number,
+            "a merge left a conflict marker here; keep both sides' lines and delete the "
+            "marker lines (run `ctxkeeper init` so git merges this file with its union merge)",
+        )
+    if isinstance(line, str) and line[:1] == "{" and line[1:2] != "\x00":
+        # The common line, read by the decoder's scanner directly; anything it does not read
+        # to the end goes the long way below, for the error json.loads would give.
+        try:
+            value, end = _SCAN(line, 0)
+        except (StopIteration, ValueError, RecursionError):
+            pass
+        else:
+            trailing = _TRAILING.match(line, end)  # always matches, if only the empty text
+            if end == len(line) or (trailing is not None and trailing.end() == len(line)):
+                return value
+    raw = line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass")
+    return _loaded(raw, path, number)
+
+
+def _read_line(
+    snapshot: Snapshot, line: JSONValue, path: str, number: int, strings: set[str]
+) -> bool:
+    """Check one line's value and add what it holds to ``snapshot``; True for the header."""
+    key, value = _object(line, path, number)
     if key == HEADER_KEY:
         _check_version(value, path, number)
         return True
@@ -329,7 +375,12 @@ def _read_line(snapshot: Snapshot, raw: bytes, path: str, number: int, strings: 
         _collect(entry.values(), strings)
         snapshot.entries.append((number, entry))
         return False
-    event = _checked_event(value, path, number, strings)
+    _add_event(snapshot, _checked_event(value, path, number, strings), path, number)
+    return False
+
+
+def _add_event(snapshot: Snapshot, event: JSONObject, path: str, number: int) -> None:
+    """Add a checked event, once per identity: a line repeated by a union merge is one event."""
     event_id = str(event["event"])
     seen = snapshot.events.get(event_id)
     if seen is not None and not same_event(seen[1], event):
@@ -342,10 +393,19 @@ def _read_line(snapshot: Snapshot, raw: bytes, path: str, number: int, strings: 
     if seen is None or _redactions(event) > _redactions(seen[1]):
         # A purged copy beside a teammate's full one (a union merge): the text stays out.
         snapshot.events[event_id] = (number, event)
-    return False
 
 
 _DECODER: Final = json.JSONDecoder()
+#: The decoder's own scanner: a value and where it ends, from a position in a text.
+_SCAN: Final = cast(
+    "Callable[[str, int], tuple[JSONValue, int]]",
+    json.scanner.make_scanner(_DECODER),  # type: ignore[arg-type]  # typeshed names a class
+)
+#: Blank, as bytes.isspace() judges a line (str.isspace() takes more characters).
+_BLANK: Final = re.compile(r"[ \t\r\x0b\x0c]+")
+#: What json.loads allows after a value.
+_TRAILING: Final = re.compile(r"[ \t\n\r]*")
+_CONFLICT_TEXTS: Final = tuple(marker.decode() for marker in _CONFLICT_MARKERS)
 
 
 def _loads(raw: bytes) -> JSONValue:
@@ -359,9 +419,9 @@ def _loads(raw: bytes) -> JSONValue:
     return loaded
 
 
-def _object(raw: bytes, path: str, number: int) -> tuple[str, JSONValue]:
+def _loaded(raw: bytes, path: str, number: int) -> JSONValue:
     try:
-        value = _loads(raw)
+        return _loads(raw)
     except UnicodeDecodeError:
         raise SnapshotError(path, number, "line is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
@@ -372,6 +432,9 @@ def _object(raw: bytes, path: str, number: int) -> tuple[str, JSONValue]:
         raise SnapshotError(path, number, "line nests arrays or objects too deeply") from None
     except ValueError:  # an integer past the interpreter's digit limit (int_max_str_digits)
         raise SnapshotError(path, number, "line holds a number with too many digits") from None
+
+
+def _object(value: JSONValue, path: str, number: int) -> tuple[str, JSONValue]:
     if not isinstance(value, dict) or len(value) != 1:
         raise SnapshotError(path, number, "a line must be one object with a single key")
     [(key, inner)] = value.items()
@@ -481,7 +544,10 @@ def _checked_event(value: JSONValue, path: str, number: int, strings: set[str]) 
         if op != "purge" or not isinstance(blocks, dict) or set(blocks) - {"value_sha256", "at"}:
             raise fail("only a purge carries 'blocks', an object with value_sha256 and at")
         _check_digest({journal.REDACTED_KEY: blocks.get("value_sha256")}, fail)
-    _collect((reason,), strings)
+    if type(reason) is str:
+        strings.add(reason)
+    else:
+        _collect((reason,), strings)
     after = value.get("after")
     if journal.is_redacted(after):
         _check_digest(after, fail)
@@ -492,20 +558,22 @@ def _checked_event(value: JSONValue, path: str, number: int, strings: set[str]) 
     else:
         # A past version is held to its shape here; the versions an import makes live pass
         # the model's full checks and the floors there (ctxkeeper.write.exchange).
-        entry = _shaped_entry(after, path, number, strings)
+        entry = _shaped_entry(after, path, number, strings, entry_id)
         if entry.get("id") != entry_id:
             raise fail(f"the event is about {entry_id} but its entry is {entry.get('id')}")
     return value
 
 
-def _shaped_entry(value: JSONValue, path: str, number: int, strings: set[str]) -> JSONObject:
+def _shaped_entry(
+    value: JSONValue, path: str, number: int, strings: set[str], event_id: str
+) -> JSONObject:
     """An entry's shape (id, kind, status, origin, revision, text and list types and sizes,
     nesting): what a version kept as history must have, cheaply checked. Its strings are
-    added to ``strings``."""
+    added to ``strings``. ``event_id`` is the id its event names, already checked."""
     if not isinstance(value, dict):
         raise SnapshotError(path, number, "an entry must be an object")
     entry_id = value.get("id")
-    if not isinstance(entry_id, str) or not ID_PATTERN.match(entry_id):
+    if not isinstance(entry_id, str) or (entry_id != event_id and not ID_PATTERN.match(entry_id)):
         raise SnapshotError(path, number, f"bad id {entry_id!r}")
     entry_kind = value.get("kind")
     if (
@@ -588,7 +656,29 @@ def _check_digest(value: JSONValue, fail: Callable[[str], SnapshotError]) -> Non
         raise fail("a purged value must be a SHA-256 digest (64 lowercase hex digits)")
 
 
+#: Actors found sound, as their items: most events share a few actors, each checked once.
+_SOUND_ACTORS: Final[set[tuple[tuple[str, JSONValue], ...]]] = set()
+_SOUND_ACTORS_MAX: Final = 4096
+
+
 def _check_actor(actor: JSONValue, fail: Callable[[str], SnapshotError]) -> None:
+    if type(actor) is dict:
+        items = tuple(actor.items())
+        try:
+            if items in _SOUND_ACTORS:
+                return
+        except TypeError:  # a field holds a list or an object: refused below
+            items = ()
+    else:
+        items = ()
+    _check_actor_fields(actor, fail)
+    if items:
+        if len(_SOUND_ACTORS) >= _SOUND_ACTORS_MAX:
+            _SOUND_ACTORS.clear()
+        _SOUND_ACTORS.add(items)
+
+
+def _check_actor_fields(actor: JSONValue, fail: Callable[[str], SnapshotError]) -> None:
     if not isinstance(actor, dict) or actor.get("origin") not in ORIGINS:
         raise fail(f"actor must be an object whose origin is one of {', '.join(ORIGINS)}")
     for key, item in actor.items():

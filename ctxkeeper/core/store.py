@@ -612,10 +612,13 @@ def _fold(records: list[JSONObject], state: State) -> None:
     journal.fold(records, state.entries)
     note_purges(records, state.purged)
     if state.servable:
+        # What is served is each entry's last version, not the history before it.
+        touched = {str(record.get("id")) for record in records}
+        entries = state.entries
         state.servable = all(
-            entry_shape_problem(after) is None
-            for record in records
-            if isinstance(after := record.get("after"), dict)
+            entry_shape_problem(entries[entry_id]) is None
+            for entry_id in touched
+            if entry_id in entries
         )
     if state.sequences is not None:
         _note_sequences(state.sequences, (str(record.get("id")) for record in records))
@@ -781,9 +784,11 @@ class Transaction:
     def _stage(self, entry_id: str, after: JSONObject | None) -> None:
         if after is None:
             self.entries.pop(entry_id, None)
-        else:
-            self.entries[entry_id] = after
+            return
+        if entry_id not in self.entries:
+            # An id already here is counted: staged before, or in the state's sequences.
             _note_sequences(self._staged, (entry_id,))
+        self.entries[entry_id] = after
 
     def new_id(self, kind: str) -> str:
         """The next id of ``kind``: prefix, a sequence one past the highest, a random suffix.

@@ -13,6 +13,7 @@ import contextlib
 import gc
 import hashlib
 import itertools
+import operator
 import os
 from typing import Final
 
@@ -143,11 +144,14 @@ def _already_normal(data: bytes, snapshot: Snapshot, tx: Transaction, report: JS
         return False
     if any(tx.entries.get(str(entry["id"])) != entry for _, entry in snapshot.entries):
         return False
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()  # the newline that ends the file
     try:
-        keys = [line_key(line) for line in data.split(b"\n") if line]
+        keys = list(map(line_key, lines))  # an empty line in between cannot be keyed
     except CannotPatchError:
         return False
-    return all(one < two for one, two in itertools.pairwise(keys))
+    return all(map(operator.lt, keys, itertools.islice(keys, 1, None)))
 
 
 def _merge(
