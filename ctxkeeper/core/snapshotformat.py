@@ -276,7 +276,10 @@ def _strings(path: str, value: JSONValue) -> Iterable[tuple[str, str]]:
 
 
 def parse(data: bytes, path: str) -> Snapshot:
-    """Read and check a snapshot; raise :class:`SnapshotError` naming the first bad line."""
+    """Read and check a snapshot; raise :class:`SnapshotError` naming the first bad line.
+
+    Every line is checked here, in this process (dec-027-f726: a forked child sharing the
+    checks saved under a tenth of the time, as every line must still be decoded here)."""
     if len(data) > MAX_BYTES:
         raise SnapshotError(path, None, f"{len(data)} bytes is over the {MAX_BYTES}-byte limit")
     snapshot = Snapshot()
