@@ -1,6 +1,6 @@
 """The import's fast paths give the verdicts and bytes of the plain code they stand in for.
 
-Sealing splices a record's line and hashed body from one encoding (journal.sealed); the
+Sealing spells a record's line and hashed body in one pass (journal.sealed); the
 snapshot's secret scan looks for every rule hint once over all the strings joined
 (secretscan.secret_kinds); an event's time verdict is cached by its text. Each is held here
 to the general code on generated input, hostile shapes included.
@@ -46,8 +46,9 @@ FRAGMENTS = st.sampled_from(
         '"',
         "\\",
         "\n",
-        "\x00" + journal._NONCE + "after",
-        "\x00" + journal._NONCE + "reason",
+        '"hash":',
+        '","after":',
+        "}",
         "é",
         "İ",
     ]
@@ -102,17 +103,22 @@ def _event(
             st.one_of(st.none(), TEXTS),
             st.sampled_from([1, 2]),
             st.booleans(),
+            # Fields a record may carry besides, in any order: their names sort anywhere.
+            st.dictionaries(st.one_of(TEXTS, st.sampled_from(["a", "blocks", "z"])), VALUES),
         ),
         min_size=1,
         max_size=5,
     )
 )
 def test_sealed_lines_and_hashes_are_canonical(
-    specs: list[tuple[JSONValue, JSONValue, str | None, int, bool]],
+    specs: list[tuple[JSONValue, JSONValue, str | None, int, bool, JSONObject]],
 ) -> None:
     events = []
-    for after, before, reason, version, purged in specs:
-        event = _event(journal.redacted(after) if purged else after, before, reason)
+    for after, before, reason, version, purged, extra in specs:
+        event = {
+            **{name: value for name, value in extra.items() if name not in ("hash", "seq")},
+            **_event(journal.redacted(after) if purged else after, before, reason),
+        }
         event["version"] = version
         events.append(event)
     out = journal.sealed(events, seq=7, head="f" * 64, tx="t")
@@ -126,16 +132,18 @@ def test_sealed_lines_and_hashes_are_canonical(
     assert journal.verify_chain([record for record, _ in out], seq=7, head="f" * 64) == []
 
 
-def test_sealed_falls_back_when_a_marker_is_spelled_in_the_record() -> None:
-    spelled = "\x00" + journal._NONCE + "reason"
+def test_sealed_spells_records_whose_text_looks_like_their_syntax() -> None:
+    spelled = '","hash":"' + "0" * 64 + '"}'
     plain = _event({"id": "con-001-abcd", "rule": "r"}, None, "why")
-    tricky = _event({"id": "con-001-abcd", "rule": spelled}, None, spelled)
-    no_before = {k: v for k, v in plain.items() if k != "before"}
+    tricky = _event({"id": "con-001-abcd", '"hash":': spelled}, None, spelled)
+    tricky["actor"] = {"origin": "user", "user": spelled}
+    no_before = {k: v for k, v in plain.items() if k != "before"}  # the general encoding
     out = journal.sealed([plain, tricky, no_before], seq=0, head=journal.GENESIS, tx="t")
     for record, line in out:
         assert record["hash"] == journal.record_hash(record)
         assert line == journal.canonical(record) + b"\n"
     assert json.loads(out[1][1])["reason"] == spelled
+    assert json.loads(out[1][1])["actor"]["user"] == spelled
 
 
 def test_canonical_matches_the_json_encoder() -> None:

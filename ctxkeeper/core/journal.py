@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
+from json.encoder import encode_basestring
 from typing import Final, NamedTuple, cast
 
 from ctxkeeper.core.errors import CorruptFileError
@@ -154,11 +155,10 @@ def sealed(
 ) -> list[tuple[JSONObject, bytes]]:
     """:func:`chain`, with each record's journal line (its canonical bytes and newline).
 
-    A version-2 record is encoded once: its digested values (``after`` is most of its bytes)
-    each once, for both its digest and its line, and the rest once with markers in their
-    place, from which both the hashed body and the line are spliced (an import adopts tens of
-    thousands of records). The bytes and the hash are those :func:`canonical` and
-    :func:`record_hash` give.
+    A version-2 record is encoded once (see :func:`_spliced`): its digested values (``after``
+    is most of its bytes) each once, for both its digest and its line, and the fields between
+    once for both the hashed body and the line (an import adopts tens of thousands of
+    records). The bytes and the hash are those :func:`canonical` and :func:`record_hash` give.
     """
     batch = list(events)
     out: list[tuple[JSONObject, bytes]] = []
@@ -186,18 +186,6 @@ def sealed(
     return out
 
 
-#: Stand in for the digested values and the hash while the rest of a record is encoded. No
-#: text the journal holds can spell one without the count showing it: each is a control
-#: character, a per-process random nonce and the field's name, and a record is spliced only
-#: when the nonce's encoding occurs exactly four times, once in each field in sorted-key
-#: order (after, before, hash, reason).
-_NONCE: Final = secrets.token_hex(16)
-_MARK_NAMES: Final = ("after", "before", "hash", "reason")
-_MARKS: Final = tuple(f"\x00{_NONCE}{name}" for name in _MARK_NAMES)
-#: What every mark's encoding starts with, and what follows it in each mark's.
-_MARK_PREFIX: Final = canonical(f"\x00{_NONCE}")[:-1]
-_MARK_ENDS: Final = tuple(canonical(mark)[len(_MARK_PREFIX) :] for mark in _MARKS)
-_HASH_KEY: Final = b'"hash":'
 _NULLS: Final = (b"null", b"null")
 
 
@@ -211,72 +199,89 @@ def _encoded(value: JSONValue) -> tuple[bytes, bytes]:
     return data, b'"' + hashlib.sha256(data).hexdigest().encode() + b'"'
 
 
+#: How a record's fields are spelled, in sorted-key order, by the fields it holds: each as
+#: (what it is, its name, the text before its value). A batch's records share one layout.
+_Layout = list[tuple[int, str, str]]
+_PLAIN, _DIGESTED, _HASH = 0, 1, 2
+_LAYOUTS: Final[dict[tuple[str, ...], _Layout]] = {}
+_LAYOUTS_MAX: Final = 64
+
+
+def _layout(fields: tuple[str, ...]) -> _Layout:
+    layout = _LAYOUTS.get(fields)
+    if layout is None:
+        if len(_LAYOUTS) >= _LAYOUTS_MAX:
+            _LAYOUTS.clear()
+        layout = _LAYOUTS[fields] = [
+            (
+                _DIGESTED if name in DIGESTED_FIELDS else _HASH if name == "hash" else _PLAIN,
+                name,
+                ("{" if index == 0 else ",") + encode_basestring(name) + ":",
+            )
+            for index, name in enumerate(sorted([*fields, "hash"]))
+        ]
+    return layout
+
+
+def _plain(value: JSONValue) -> str:
+    """A field's canonical spelling: the common scalars directly, anything else encoded."""
+    if type(value) is str:
+        return encode_basestring(value)
+    if type(value) is int:
+        return int.__repr__(value)
+    if value is None:
+        return "null"
+    return canonical(value).decode()
+
+
 def _spliced(
     record: JSONObject, digests: dict[str, tuple[bytes, bytes]]
 ) -> tuple[str, bytes] | None:
     """The hash and the line of a version-2 record without a hash, or None when it cannot be
-    spliced (a digested field missing, a marker's text inside the record)."""
+    spliced (a digested field missing).
+
+    The line and the hashed body differ only in the digested values (the body holds their
+    digests) and the hash (the line holds it, the body leaves it out): the fields between are
+    spelled once, key by key in sorted order as :func:`canonical` spells them, and each
+    digested value is encoded once for both."""
     if not ("after" in record and "before" in record and "reason" in record) or "hash" in record:
         return None
-    mark_after, mark_before, mark_hash, mark_reason = _MARKS
-    template = canonical(
-        {
-            **record,
-            "after": mark_after,
-            "before": mark_before,
-            "reason": mark_reason,
-            "hash": mark_hash,
-        }
-    )
-    parts = template.split(_MARK_PREFIX)
-    if len(parts) != 5:
-        return None
-    for index, end in enumerate(_MARK_ENDS, start=1):
-        if not parts[index].startswith(end):
-            return None
-        parts[index] = parts[index][len(end) :]
-    if not parts[2].endswith(_HASH_KEY) or not parts[3].startswith(b","):
-        return None
-    reason = record["reason"]
-    if isinstance(reason, str):
-        cached = digests.get(reason)
-        if cached is None:
-            cached = digests[reason] = _encoded(reason)
-        reason_bytes, reason_digest = cached
-    else:
-        reason_bytes, reason_digest = _encoded(reason)
-    after_bytes, after_digest = _encoded(record["after"])
-    before_bytes, before_digest = _encoded(record["before"])
-    head, between, before_hash, after_hash, tail = parts  # around after, before, hash, reason
-    # The body record_hash hashes: the record without its hash, the three values digested.
-    body = b"".join(
-        (
-            head,
-            after_digest,
-            between,
-            before_digest,
-            before_hash[: -len(_HASH_KEY)],
-            after_hash[1:],
-            reason_digest,
-            tail,
-        )
-    )
-    digest = hashlib.sha256(body).hexdigest()
-    line = b"".join(
-        (
-            head,
-            after_bytes,
-            between,
-            before_bytes,
-            before_hash,
-            b'"' + digest.encode() + b'"',
-            after_hash,
-            reason_bytes,
-            tail,
-            b"\n",
-        )
-    )
-    return digest, line
+    body: list[bytes] = []
+    line: list[bytes] = []
+    run: list[str] = []  # the fields spelled since the last digested value
+    hash_at = 0
+    for what, name, before in _layout(tuple(record)):
+        if what == _PLAIN:
+            run.append(before)
+            run.append(_plain(record[name]))
+            continue
+        if what == _DIGESTED:
+            run.append(before)
+        chunk = "".join(run).encode()
+        run = []
+        body.append(chunk)
+        line.append(chunk)
+        if what == _HASH:  # "after" and "before" sort first: the hash is never the first key
+            hash_at = len(line)
+            line.append(before.encode())  # the hash is added after it, once it is known
+            continue
+        value = record[name]
+        if type(value) is str:  # a reason, often repeated: encoded and digested once
+            cached = digests.get(value)
+            if cached is None:
+                cached = digests[value] = _encoded(value)
+        else:
+            cached = _encoded(value)
+        body.append(cached[1])
+        line.append(cached[0])
+    run.append("}")
+    tail = "".join(run).encode()
+    body.append(tail)
+    line.append(tail)
+    digest = hashlib.sha256(b"".join(body)).hexdigest()
+    line[hash_at] += b'"' + digest.encode() + b'"'
+    line.append(b"\n")
+    return digest, b"".join(line)
 
 
 def encode(records: Iterable[JSONObject]) -> bytes:

@@ -91,15 +91,16 @@ def import_snapshot(
         raise SnapshotError(
             source, None, f"{size} bytes is over the {snapshotformat.MAX_BYTES}-byte limit"
         )
+    if os.path.isfile(source) and not unseen(store.dir, source):
+        # This clone wrote or imported exactly these bytes: it holds everything in them (and
+        # the file, tens of megabytes in a large project, is not read at all).
+        entries = store.load().entries
+        return _report(source, entries, {}, [], [], [], len(entries))
     data = fsutil.read_bytes(source)
     if data is None:
         raise SnapshotError(
             source, None, "no snapshot here (export one with `ctxkeeper export snapshot`)"
         )
-    if not unseen(store.dir, source):
-        # This clone wrote or imported exactly these bytes: it holds everything in them.
-        entries = store.load().entries
-        return _report(source, entries, {}, [], [], [], len(entries))
     with _no_cycle_collection():
         return _import(store, source, data, actor)
 
