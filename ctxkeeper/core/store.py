@@ -611,9 +611,9 @@ def _fold(records: list[JSONObject], state: State) -> None:
     """Fold journal records into ``state``, keeping what it knows about its entries true."""
     journal.fold(records, state.entries)
     note_purges(records, state.purged)
+    touched = {str(record.get("id")) for record in records}  # an import's are 5 records each
     if state.servable:
         # What is served is each entry's last version, not the history before it.
-        touched = {str(record.get("id")) for record in records}
         entries = state.entries
         state.servable = all(
             entry_shape_problem(entries[entry_id]) is None
@@ -621,7 +621,7 @@ def _fold(records: list[JSONObject], state: State) -> None:
             if entry_id in entries
         )
     if state.sequences is not None:
-        _note_sequences(state.sequences, (str(record.get("id")) for record in records))
+        _note_sequences(state.sequences, touched)
 
 
 def _note_sequences(sequences: dict[str, int], ids: Iterable[str]) -> None:
