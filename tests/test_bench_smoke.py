@@ -20,6 +20,20 @@ from .conftest import REPO_ROOT
 PEER_VENV = os.path.join(REPO_ROOT, ".cache", "peer-ck019")
 
 
+def _script(*argv: str) -> str:
+    """Run a script of the repository with this interpreter; its output, once it succeeded."""
+    run = subprocess.run(
+        [sys.executable, *argv],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    return run.stdout
+
+
 def _peer_ready() -> bool:
     found = glob.glob(os.path.join(PEER_VENV, "lib", "python*", "site-packages", "server.py"))
     if found:
@@ -41,60 +55,27 @@ def _peer_ready() -> bool:
 def test_peer_benchmark_runs_at_a_tiny_size() -> None:
     if not _peer_ready():
         pytest.skip("Context Keeper 0.19 could not be installed from PyPI (no network?)")
-    run = subprocess.run(
-        [
-            sys.executable,
-            "bench/peer.py",
-            "--sizes",
-            "20",
-            "--runs",
-            "2",
-            "--writes",
-            "2",
-            "--startup-runs",
-            "1",
-        ],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    out = _script(
+        "bench/peer.py", "--sizes", "20", "--runs", "2", "--writes", "2", "--startup-runs", "1"
     )
-    assert run.returncode == 0, run.stdout + run.stderr
-    rows = [line for line in run.stdout.splitlines() if line.startswith("| ")]
-    assert rows[1].startswith("| 20 |"), run.stdout
+    rows = [line for line in out.splitlines() if line.startswith("| ")]
+    assert rows[1].startswith("| 20 |"), out
     assert rows[1].count("x |") == 4  # read, write, one-shot and memory ratios
-    assert any(row.startswith("| spawn to reply |") for row in rows), run.stdout
+    assert any(row.startswith("| spawn to reply |") for row in rows), out
 
 
 def test_similarity_index_changes_no_finding_on_the_labelled_pairs() -> None:
-    run = subprocess.run(
-        # Every 5th candidate against the whole store keeps this fast; the full check is
-        # `python evals/similarity_eval.py --index-check` (every candidate).
-        [sys.executable, "evals/similarity_eval.py", "--index-check", "--every", "5"],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert run.returncode == 0, run.stdout + run.stderr
-    first = run.stdout.splitlines()[0]
+    # Every 5th candidate against the whole store keeps this fast; the full check is
+    # `python evals/similarity_eval.py --index-check` (every candidate).
+    out = _script("evals/similarity_eval.py", "--index-check", "--every", "5")
+    first = out.splitlines()[0]
     agree, total = first.split()[2].split("/")
     assert agree == total
     assert int(total) > 80  # the control: the candidates were checked
 
 
 def test_similarity_benchmark_runs_at_a_tiny_size() -> None:
-    run = subprocess.run(
-        [sys.executable, "bench/similarity.py", "--sizes", "40", "80", "--writes", "2"],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert run.returncode == 0, run.stdout + run.stderr
-    rows = [line for line in run.stdout.splitlines() if line.startswith("| ")]
-    assert [row.split(" | ")[0] for row in rows[1:]] == ["| 40", "| 80"], run.stdout
-    assert all(row.endswith("x |") for row in rows[1:]), run.stdout
+    out = _script("bench/similarity.py", "--sizes", "40", "80", "--writes", "2")
+    rows = [line for line in out.splitlines() if line.startswith("| ")]
+    assert [row.split(" | ")[0] for row in rows[1:]] == ["| 40", "| 80"], out
+    assert all(row.endswith("x |") for row in rows[1:]), out
