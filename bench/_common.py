@@ -30,11 +30,58 @@ from ctxkeeper.write.verbs import user_actor
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import IO
+
     from ctxkeeper.core._types import JSONObject, JSONValue
 
 PEER_SPEC = "context-keeper-mcp==0.19.*"
 PEER_VENV = os.path.join(ROOT, ".cache", "peer-ck019")
 OURS_VENV = os.path.join(ROOT, ".cache", "bench-ctxkeeper")
+
+
+class StdioServer:
+    """One MCP server process over stdio, spoken to one request at a time (a JSON-RPC message
+    a line each way), as both the peer benchmark and the load run drive theirs."""
+
+    def __init__(
+        self, argv: list[str], env: dict[str, str], cwd: str, *, stderr: IO[bytes] | None = None
+    ) -> None:
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env, cwd=cwd
+        )
+        self.next_id = 0
+
+    def notify(self, method: str) -> None:
+        self._send({"jsonrpc": "2.0", "method": method})
+
+    def request(self, method: str, params: JSONObject) -> JSONObject:
+        """The result of one request; RuntimeError when the server exits or answers an error."""
+        self.next_id += 1
+        self._send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the server exited ({self.proc.poll()}) during {method}")
+        reply: JSONObject = json.loads(line)
+        if "result" not in reply:
+            raise RuntimeError(f"{method} failed: {line[:300]!r}")
+        result = reply["result"]
+        assert isinstance(result, dict)
+        return result
+
+    def close(self, timeout: float = 60) -> int:
+        """End the server by closing its input; its exit code."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        code = self.proc.wait(timeout=timeout)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        return code
+
+    def _send(self, message: JSONObject) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
 
 
 def real_python3() -> str:

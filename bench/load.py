@@ -31,6 +31,9 @@ from dataclasses import dataclass, field
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _common
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -97,19 +100,12 @@ class Outcome:
         self.latencies.setdefault(name, []).append(seconds)
 
 
-class McpClient:
+class McpClient(_common.StdioServer):
     """One real ``ctxkeeper serve`` process, driven over stdio with the legacy handshake."""
 
     def __init__(self, project: str, log: IO[bytes]) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "ctxkeeper", "serve", "--project-dir", project],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            env=ENV,
-            cwd=ROOT,
-        )
-        self.next_id = 0
+        argv = [sys.executable, "-m", "ctxkeeper", "serve", "--project-dir", project]
+        super().__init__(argv, ENV, ROOT, stderr=log)
         self.request(
             "initialize",
             {
@@ -118,26 +114,7 @@ class McpClient:
                 "clientInfo": {"name": "load", "version": "1"},
             },
         )
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def send(self, message: JSONObject) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def request(self, method: str, params: JSONObject) -> JSONObject:
-        self.next_id += 1
-        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"the server exited ({self.proc.poll()}) during {method}")
-        reply: JSONObject = json.loads(line)
-        if "result" not in reply:
-            raise RuntimeError(f"{method}: {reply.get('error')}")
-        result = reply["result"]
-        assert isinstance(result, dict)
-        return result
+        self.notify("notifications/initialized")
 
     def call(self, name: str, arguments: JSONObject) -> JSONObject:
         result = self.request("tools/call", {"name": name, "arguments": arguments})
@@ -146,14 +123,6 @@ class McpClient:
         structured = result.get("structuredContent")
         assert isinstance(structured, dict)
         return structured
-
-    def close(self) -> int:
-        assert self.proc.stdin is not None
-        assert self.proc.stdout is not None
-        self.proc.stdin.close()
-        code = self.proc.wait(timeout=30)
-        self.proc.stdout.close()
-        return code
 
 
 def mcp_worker(number: int, project: str, deadline: float, out: Outcome, log: IO[bytes]) -> None:
@@ -206,7 +175,7 @@ def mcp_worker(number: int, project: str, deadline: float, out: Outcome, log: IO
             if result.get("pending"):
                 out.errors.append(f"mcp {number}: update of its own proposal is pending")
             out.updates.setdefault(str(args["id"]), []).append(str(updates["reason"]))
-    code = client.close()
+    code = client.close(timeout=30)
     if code != 0:
         out.errors.append(f"mcp {number}: the server exited {code}")
 

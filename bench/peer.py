@@ -56,38 +56,12 @@ INITIALIZE: JSONObject = {
 }
 
 
-class Server:
-    """One MCP server over stdio, spoken to one request at a time."""
-
-    def __init__(self, argv: list[str], env: dict[str, str], cwd: str) -> None:
-        self.proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=cwd
-        )
-        self.next_id = 0
-
-    def call(self, method: str, params: JSONObject) -> JSONObject:
-        assert self.proc.stdin is not None
-        assert self.proc.stdout is not None
-        self.next_id += 1
-        request = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
-        self.proc.stdin.write(json.dumps(request).encode() + b"\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        reply = json.loads(line)
-        if "result" not in reply:
-            raise SystemExit(f"{method} failed: {line[:300]!r}")
-        result = reply["result"]
-        assert isinstance(result, dict)
-        return result
-
-    def notify(self, method: str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": method}).encode() + b"\n")
-        self.proc.stdin.flush()
+class Server(_common.StdioServer):
+    """One MCP server over stdio, timed per tool call."""
 
     def tool(self, name: str, arguments: JSONObject) -> tuple[float, JSONObject]:
         started = time.perf_counter()
-        result = self.call("tools/call", {"name": name, "arguments": arguments})
+        result = self.request("tools/call", {"name": name, "arguments": arguments})
         elapsed = time.perf_counter() - started
         if result.get("isError"):
             raise SystemExit(f"{name} failed: {json.dumps(result)[:400]}")
@@ -99,11 +73,6 @@ class Server:
                 if line.startswith("VmHWM:"):
                     return int(line.split()[1]) / 1024
         return float("nan")
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(timeout=60)
 
 
 def ours_server(python: str, project: str) -> list[str]:
@@ -157,7 +126,7 @@ def measure(size: int, runs: int, writes: int, workdir: str) -> dict[str, float]
     row: dict[str, float] = {"size": size}
     try:
         for server in (ours, peer):
-            server.call("initialize", INITIALIZE)
+            server.request("initialize", INITIALIZE)
             server.notify("notifications/initialized")
             server.tool("get_context", {"query": QUERIES[0]})
         # First writes: our server builds its similarity index, both write their files once.
@@ -206,10 +175,10 @@ def _spawn_to(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, fl
     """Seconds from spawn to the initialize reply, and to the tools/list reply after it."""
     started = time.perf_counter()
     server = Server(argv, env, cwd)
-    server.call("initialize", INITIALIZE)
+    server.request("initialize", INITIALIZE)
     first = time.perf_counter() - started
     server.notify("notifications/initialized")
-    tools = server.call("tools/list", {})
+    tools = server.request("tools/list", {})
     listed = time.perf_counter() - started
     server.close()
     assert tools.get("tools"), tools
