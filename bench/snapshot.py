@@ -4,13 +4,16 @@
 Run ``.venv/bin/python bench/snapshot.py [--entries 1000 10000] [--repeat N] [--profile]``
 from the repository root. Each store is written directly in the store's format (a hash-chained
 journal, one transaction per event as real writes make them, and the ``entries.json`` it folds
-to), checked by ``doctor``, then timed in this process beside a baseline measured in the same
-run on the same file: a plain ``json.loads`` of every line of the snapshot.
+to), checked by ``doctor``, then timed beside a baseline measured in the same run on the same
+file: a plain ``json.loads`` of every line of the snapshot.
 
-- export: ``export_snapshot`` of the store (its journal already verified, as after a write);
+- export: ``export_snapshot`` of the store in this process (its journal already verified, as
+  in the server after a write);
 - import: ``import_snapshot`` into a fresh clone (``.context/`` holding only ``config.json``
-  and the pulled ``snapshot.jsonl``), which adopts every event and rewrites the snapshot;
-- re-import: the same import again (idempotent: nothing new, the snapshot rewritten alike).
+  and the pulled ``snapshot.jsonl``), which adopts every event and rewrites the snapshot. It
+  runs in a fresh process, as the SessionStart hook and ``ctxkeeper import`` run it: in the
+  process that built the store, the checks' caches already hold every text and time;
+- re-import: the same import again, in that process (idempotent: nothing new).
 
 Targets (issue): the import of 10,000 entries / 50,000 events under 5 s on this machine, and
 every time growing about linearly (10x entries, about 10x time). ``--profile`` prints where
@@ -25,7 +28,9 @@ import io
 import json
 import os
 import pstats
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -184,6 +189,41 @@ def baseline(path: str) -> None:
                 json.loads(line)
 
 
+def import_in_child(clone: str, *, events: int, size: int) -> dict[str, float]:
+    """Import into ``clone`` and import again, in a fresh process; the times in ms and the
+    peak memory of that process and of any it started (in MB)."""
+    run = subprocess.run(
+        [sys.executable, __file__, "--import-into", clone, "--expect", str(events), str(size)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if run.returncode != 0:
+        raise SystemExit(f"the import process failed:\n{run.stdout}{run.stderr}")
+    timings: dict[str, float] = json.loads(run.stdout.splitlines()[-1])
+    return timings
+
+
+def _import_here(clone_dir: str, events: int, size: int) -> None:
+    """The child side of :func:`import_in_child`: print its figures as one JSON line."""
+    clone = Store.open(clone_dir)
+    started = time.perf_counter()
+    first = import_snapshot(clone, actor=USER)
+    import_ms = (time.perf_counter() - started) * 1000
+    assert first["events_added"] == events, first["events_added"]
+    assert first["total_entries"] == size
+    started = time.perf_counter()
+    again = import_snapshot(clone, actor=USER)
+    reimport_ms = (time.perf_counter() - started) * 1000
+    assert again["unchanged"] is True
+    assert again["events_added"] == 0
+    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, else KiB
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 1e6
+    helpers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * scale / 1e6
+    figures = {"import": import_ms, "reimport": reimport_ms, "rss": peak, "child_rss": helpers}
+    print(json.dumps(figures))
+
+
 def measure(folder: str, size: int, repeat: int, profile: bool) -> dict[str, float]:
     store, events = build(os.path.join(folder, f"team-{size}"), size)
     report = run_doctor(store, actor=USER)
@@ -194,19 +234,13 @@ def measure(folder: str, size: int, repeat: int, profile: bool) -> dict[str, flo
     path = default_path(store.dir)
     snapshot = Path(path).read_bytes()
     base_ms = statistics.median(timed(lambda: baseline(path)) for _ in range(repeat))
-    imports, reimports = [], []
+    imports, reimports, peaks = [], [], []
     for attempt in range(repeat):
         clone = fresh_clone(os.path.join(folder, f"clone-{size}-{attempt}"), snapshot)
-        started = time.perf_counter()
-        first = import_snapshot(clone, actor=USER)
-        imports.append((time.perf_counter() - started) * 1000)
-        assert first["events_added"] == events, first["events_added"]
-        assert first["total_entries"] == size
-        started = time.perf_counter()
-        again = import_snapshot(clone, actor=USER)
-        reimports.append((time.perf_counter() - started) * 1000)
-        assert again["unchanged"] is True
-        assert again["events_added"] == 0
+        figures = import_in_child(clone.root, events=events, size=size)
+        imports.append(figures["import"])
+        reimports.append(figures["reimport"])
+        peaks.append(figures["rss"] + figures["child_rss"])
         assert Path(default_path(clone.dir)).read_bytes() == snapshot  # every clone alike
         if attempt == repeat - 1 and not run_doctor(clone, actor=USER).ok:
             raise SystemExit("doctor refused the clone after the import")
@@ -225,6 +259,7 @@ def measure(folder: str, size: int, repeat: int, profile: bool) -> dict[str, flo
         "export": export_ms,
         "import": statistics.median(imports),
         "reimport": statistics.median(reimports),
+        "rss": max(peaks),
     }
 
 
@@ -233,7 +268,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--entries", type=int, nargs="+", default=[1000, 10_000])
     parser.add_argument("--repeat", type=int, default=1, help="runs per size (median shown)")
     parser.add_argument("--profile", action="store_true", help="cProfile the largest import")
+    parser.add_argument("--import-into", help=argparse.SUPPRESS)  # the child of import_in_child
+    parser.add_argument("--expect", type=int, nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.import_into:
+        _import_here(args.import_into, *args.expect)
+        return 0
     sizes = sorted(args.entries)
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="ctxkeeper-bench-") as folder:
@@ -254,8 +294,13 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{row['size']:>8} {row['events']:>7} {row['bytes'] / 1e6:>7.1f}MB "
             f"{base:>7.0f}ms {row['export']:>7.0f}ms {row['import']:>7.0f}ms "
-            f"{row['reimport']:>7.0f}ms   {row['export'] / base:5.1f}x / "
+            f"{row['reimport']:>7.1f}ms   {row['export'] / base:5.1f}x / "
             f"{row['import'] / base:5.1f}x / {row['reimport'] / base:5.1f}x"
+        )
+    for row in rows:
+        print(
+            f"peak memory of the import of {row['size']} entries: {row['rss']:.0f} MB "
+            "(the import process and any process it started)"
         )
     if len(rows) > 1:
         small, large = rows[0], rows[-1]
