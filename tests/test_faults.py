@@ -196,11 +196,15 @@ def _commit(fire: Callable[[], bool], rng: random.Random) -> None:
     real = Store._commit
 
     def patched(
-        self: Store, state: State, manual: list[JSONObject], events: list[JSONObject]
+        self: Store,
+        state: State,
+        manual: list[JSONObject],
+        events: list[JSONObject],
+        gate: Callable[[], None] | None,
     ) -> list[JSONObject]:
         if fire():
             _die()
-        return real(self, state, manual, events)
+        return real(self, state, manual, events, gate)
 
     Store._commit = patched  # type: ignore[method-assign]
 

@@ -24,13 +24,14 @@ from ctxkeeper.core.snapshotformat import MAX_LINE_BYTES
 from ctxkeeper.core.store import Store
 from ctxkeeper.mcp.toolcall import run_tool
 from ctxkeeper.mcp.tools import load_tools
+from ctxkeeper.write import importcheck
 from ctxkeeper.write.exchange import export_snapshot, import_snapshot
 from ctxkeeper.write.verbs import agent_actor, record_entry, update_entry, user_actor
 from tests.conftest import REPO_ROOT, constraint_fields, decision_fields, pipeline_fields
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from pathlib import Path
 
     from ctxkeeper.mcp.tooldef import ToolSpec
@@ -45,6 +46,28 @@ AWS_KEY_ID = "AKIA" + "".join(_RANDOM.choice(_BASE32) for _ in range(16))
 GITHUB_TOKEN = "ghp_" + "".join(_RANDOM.choice(_ALNUM) for _ in range(36))
 NEW_ID = "con-009-beef"
 NEW_EVENT = "00000000deadbeef"
+
+
+@pytest.fixture(autouse=True, params=["checked-here", "checked-elsewhere"])
+def checks_where(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Every case twice: checked in this process, as a small file is, and in the second
+    process a large file's checks run in (every file counts as large), so each refusal is
+    the same from either."""
+    if request.param == "checked-here":
+        yield str(request.param)
+        return
+    monkeypatch.setattr(importcheck, "CHECK_ELSEWHERE_BYTES", 0)
+    monkeypatch.setattr(importcheck, "_processors", lambda: 2)
+    here: list[str] = []
+    real = importcheck._checked_here
+
+    def spied(path: str, data: bytes) -> SnapshotError | None:
+        here.append(path)
+        return real(path, data)
+
+    monkeypatch.setattr(importcheck, "_checked_here", spied)
+    yield str(request.param)
+    assert here == [], "the second process gave no verdict; the checks ran here instead"
 
 
 # -- helpers ------------------------------------------------------------------------------

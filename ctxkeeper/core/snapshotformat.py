@@ -275,11 +275,14 @@ def _strings(path: str, value: JSONValue) -> Iterable[tuple[str, str]]:
 # -- reading ------------------------------------------------------------------------------
 
 
-def parse(data: bytes, path: str) -> Snapshot:
+def parse(data: bytes, path: str, *, checked: bool = True) -> Snapshot:
     """Read and check a snapshot; raise :class:`SnapshotError` naming the first bad line.
 
-    Every line is checked here, in this process (dec-027-f726: a forked child sharing the
-    checks saved under a tenth of the time, as every line must still be decoded here)."""
+    :param checked: False leaves out the checks nothing in the merge relies on (the model's
+        and the floors' checks of the entry lines, the events' times, the secret scan), for
+        an import whose checks run in another process (see
+        :mod:`ctxkeeper.write.importcheck`); the shapes the merge reads are still held.
+    """
     if len(data) > MAX_BYTES:
         raise SnapshotError(path, None, f"{len(data)} bytes is over the {MAX_BYTES}-byte limit")
     snapshot = Snapshot()
@@ -288,14 +291,16 @@ def parse(data: bytes, path: str) -> Snapshot:
     for number, line in _lines(data):
         try:
             value = _line_value(line, path, number)
-            header = _read_line(snapshot, value, path, number, strings) or header
+            header = _read_line(snapshot, value, path, number, strings, checked) or header
         except SnapshotError as exc:
             raise _masked(exc, path, number) from None
     if not header:
         raise SnapshotError(
             path, None, f"not a ctxkeeper snapshot (no {{{HEADER_KEY!r}: ...}} header line)"
         )
-    hit = _secret_hit(snapshot.entries, list(snapshot.events.values()), strings)
+    hit = (
+        _secret_hit(snapshot.entries, list(snapshot.events.values()), strings) if checked else None
+    )
     if hit:
         raise SnapshotError(path, hit[0], f"{hit[1]}; remove it from the file before importing")
     return snapshot
@@ -366,7 +371,7 @@ def _line_value(line: str | bytes, path: str, number: int) -> JSONValue:
 
 
 def _read_line(
-    snapshot: Snapshot, line: JSONValue, path: str, number: int, strings: set[str]
+    snapshot: Snapshot, line: JSONValue, path: str, number: int, strings: set[str], checked: bool
 ) -> bool:
     """Check one line's value and add what it holds to ``snapshot``; True for the header."""
     key, value = _object(line, path, number)
@@ -374,11 +379,11 @@ def _read_line(
         _check_version(value, path, number)
         return True
     if key == ENTRY_KEY:
-        entry = _checked_entry(value, path, number)
+        entry = _checked_entry(value, path, number, checked)
         _collect(entry.values(), strings)
         snapshot.entries.append((number, entry))
         return False
-    _add_event(snapshot, _checked_event(value, path, number, strings), path, number)
+    _add_event(snapshot, _checked_event(value, path, number, strings, checked), path, number)
     return False
 
 
@@ -460,25 +465,36 @@ def _check_version(value: JSONValue, path: str, number: int) -> None:
         )
 
 
-def _checked_entry(value: JSONValue, path: str, number: int) -> JSONObject:
+def _checked_entry(value: JSONValue, path: str, number: int, checked: bool) -> JSONObject:
     if not isinstance(value, dict):
         raise SnapshotError(path, number, "an entry must be an object")
-    problems = stored_problems(value)
-    for name in ("created_at", "updated_at"):
+    problems = stored_problems(value) if checked else _entry_shape_problems(value)
+    for name in ("created_at", "updated_at") if checked else ():
         problem = times.stored_time_problem(value.get(name))
         if problem:
             problems.append(f"{name}: {problem}")
     if problems:
         raise SnapshotError(path, number, "; ".join(problems))
-    checked = _CHECKED_FIELDS[str(value["kind"])]
+    itemwise = _CHECKED_FIELDS[str(value["kind"])] if checked else frozenset()
     for name, item in value.items():
         # A field the model does not check item by item (an unknown field, pending changes)
         # is held to a nesting limit: deeper values break every later write's recursion.
-        if name not in checked and isinstance(item, (dict, list)) and _deeper(item, MAX_DEPTH):
+        if name not in itemwise and isinstance(item, (dict, list)) and _deeper(item, MAX_DEPTH):
             raise SnapshotError(
                 path, number, f"{value['id']}: field {name!r} nests over {MAX_DEPTH} levels deep"
             )
     return value
+
+
+def _entry_shape_problems(entry: Mapping[str, JSONValue]) -> list[str]:
+    """What the merge needs of an entry line: an id and a kind (the first of the checks of
+    :func:`stored_problems`, with its messages)."""
+    entry_id = entry.get("id")
+    if not isinstance(entry_id, str) or not ID_PATTERN.match(entry_id):
+        return [f"bad id {entry_id!r}"]
+    if entry.get("kind") not in KINDS:
+        return [f"{entry_id}: bad kind {entry.get('kind')!r}"]
+    return []
 
 
 def _deeper(value: JSONValue, limit: int) -> bool:
@@ -494,9 +510,12 @@ def _deeper(value: JSONValue, limit: int) -> bool:
     return False
 
 
-def _checked_event(value: JSONValue, path: str, number: int, strings: set[str]) -> JSONObject:
+def _checked_event(
+    value: JSONValue, path: str, number: int, strings: set[str], checked: bool
+) -> JSONObject:
     """An event line's value, checked; adds the strings of its ``after`` and ``reason`` to
-    ``strings`` (collected while the entry's shape is checked, not in a second walk)."""
+    ``strings`` (collected while the entry's shape is checked, not in a second walk).
+    ``checked`` False leaves its time unchecked (see :func:`parse`)."""
 
     def fail(detail: str) -> SnapshotError:
         return SnapshotError(path, number, detail)
@@ -525,7 +544,7 @@ def _checked_event(value: JSONValue, path: str, number: int, strings: set[str]) 
     at = value.get("at")
     if not isinstance(at, str):
         raise fail("at must be a time string")
-    problem = _at_problem(at)
+    problem = _at_problem(at) if checked else None
     if problem:
         raise fail(problem)
     _check_actor(value.get("actor"), fail)

@@ -401,13 +401,17 @@ class Store:
                 manual = self._hand_edit_events(state, audit_actor)
             txn = Transaction(state, config, manual, read_journal=self.read_journal)
             yield txn
-            plain = not (manual or txn.redact or txn.snapshot_read or audit_actor is not None)
+            plain = not (
+                manual or txn.redact or txn.snapshot_read or txn.gate or audit_actor is not None
+            )
             if _WRITE_BEHIND[0] and txn.events and plain and txn.export_to is None:
                 self._defer(state, behind, deferred, self._append(state, [], txn.events))
                 return
             _DEFERRED.pop(self.dir, None)
             wrote = bool(txn.events or manual or behind)
-            committed = self._commit(state, [*manual], txn.events) if wrote else []
+            if not wrote and txn.gate is not None:
+                txn.gate()
+            committed = self._commit(state, [*manual], txn.events, txn.gate) if wrote else []
             if txn.redact:
                 self._redact(state, txn.redact)
             refresh = wrote and config.auto_export
@@ -551,10 +555,14 @@ class Store:
         ]
 
     def _commit(
-        self, state: State, manual: list[JSONObject], events: list[JSONObject]
+        self,
+        state: State,
+        manual: list[JSONObject],
+        events: list[JSONObject],
+        gate: Callable[[], None] | None,
     ) -> list[JSONObject]:
         """Append the records to the journal, then write the entries; return the records."""
-        records = self._append(state, manual, events)
+        records = self._append(state, manual, events, gate)
         try:
             self._write_entries(state)
         except (OSError, StoreError) as exc:
@@ -569,9 +577,14 @@ class Store:
         return records
 
     def _append(
-        self, state: State, manual: list[JSONObject], events: list[JSONObject]
+        self,
+        state: State,
+        manual: list[JSONObject],
+        events: list[JSONObject],
+        gate: Callable[[], None] | None = None,
     ) -> list[JSONObject]:
-        """Append the records to the journal durably and fold them into ``state``."""
+        """Append the records to the journal durably and fold them into ``state``; ``gate``
+        is called once they are sealed, before anything is written (raising stops it)."""
         jpath = self.path(JOURNAL_FILE)
         records: list[JSONObject] = []
         lines: list[bytes] = []
@@ -582,6 +595,8 @@ class Store:
                 seq, head = int(str(chained[-1][0]["seq"])), str(chained[-1][0]["hash"])
                 records.extend(record for record, _line in chained)
                 lines.extend(line for _record, line in chained)
+        if gate is not None:
+            gate()
         if records:
             data = b"".join(lines)
             size = journalfile.identity(jpath)
@@ -733,6 +748,9 @@ class Transaction:
         self.snapshot_read: tuple[str, bytes] | None = None
         """A snapshot file and the bytes this transaction imported from it: remembered as
         seen once committed, so it is exported over and not imported again."""
+        self.gate: Callable[[], None] | None = None
+        """Called once the records are sealed, before anything is written; what it raises
+        stops the write (an import's checks running in another process)."""
 
     def get(self, entry_id: str) -> JSONObject:
         entry = self.entries.get(entry_id)

@@ -31,6 +31,7 @@ from ctxkeeper.core.model import (
 from ctxkeeper.core.snapshot import default_path, unseen
 from ctxkeeper.core.snapshotformat import Snapshot, event_order, normal_entry, parse, same_event
 from ctxkeeper.core.snapshotpatch import CannotPatchError, line_key
+from ctxkeeper.write.importcheck import Checker
 from ctxkeeper.write.similarity import matching_tombstone
 
 TYPE_CHECKING = False
@@ -120,8 +121,32 @@ def _no_cycle_collection() -> Iterator[None]:
 
 
 def _import(store: Store, source: str, data: bytes, actor: JSONObject) -> JSONObject:
-    snapshot = parse(data, source)
+    # A large file's checks run in another process while this one merges and seals, and
+    # nothing is written before their verdict (dec-028).
+    checker = Checker.start(source, data)
+    if checker is None:
+        return _merged(store, source, data, parse(data, source), actor, None)
+    try:
+        return _merged(store, source, data, parse(data, source, checked=False), actor, checker)
+    except Exception:
+        # The unchecked file may have failed the merge anywhere: the checks' verdict names
+        # the first bad line, as the checks run in line order here would have.
+        checker.verdict()
+        raise
+    finally:
+        checker.close()
+
+
+def _merged(
+    store: Store,
+    source: str,
+    data: bytes,
+    snapshot: Snapshot,
+    actor: JSONObject,
+    checker: Checker | None,
+) -> JSONObject:
     with store.transaction() as tx:
+        tx.gate = checker.verdict if checker is not None else None
         report = _merge(store, tx, snapshot, source, actor)
         tx.snapshot_read = (source, data)
         if (
