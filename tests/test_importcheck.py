@@ -120,7 +120,8 @@ def test_a_large_import_is_checked_in_the_second_process(
     assert {k: v for k, v in elsewhere.items() if k != "path"} == {
         k: v for k, v in here.items() if k != "path"
     }
-    assert len(here["added"]) == 2
+    assert here["added"] == sorted(here_store.load().entries)
+    assert len(here_store.load().entries) == 2
 
 
 def test_the_verdict_is_the_error_the_checks_here_give(
