@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxkeeper.core import text
 from ctxkeeper.core.text import NEGATION, STOPWORDS, fingerprint, stem, terms, tokenize
@@ -185,3 +187,35 @@ class TestComparable:
     )
     def test_comparable(self, source: str, expected: str) -> None:
         assert text.comparable(source) == expected
+
+
+#: Pieces of printable ASCII text that each collapse rule acts on: words in other cases, runs
+#: of one letter, digit and underscore runs, punctuation runs, words joined by punctuation.
+_PIECES = st.sampled_from(
+    [
+        "ab", "AB", "Ab", "a", "A", "aaaa", "AAAAA", "aaa", "x_y", "X_Y", "_", "1", "1111",
+        "ok", "OK", "ray", "x-ray", "it's", " ", "  ", "-", "'", "...", "!!", ",", "(", ")",
+        "!", "?!", "....", "a1", "A1",
+    ]
+)  # fmt: skip
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(_PIECES, max_size=14).map("".join))
+def test_ascii_text_reads_as_the_general_rules_read_it(sample: str) -> None:
+    """The printable-ASCII path skips each pattern only where it cannot apply: it gives
+    what the general path gives (NFKC and the filter leave such text as it is)."""
+    assert text.readable(sample) == text._collapsed(" ".join(sample.split()))
+
+
+@pytest.mark.parametrize(
+    ("sample", "read"),
+    [
+        ("very Very VERY good", "very good"),
+        ("an x-ray ray", "an x-ray"),
+        ("aaaaargh!!!! now", "aaargh! now"),
+        ("1111 22", "1111 22"),
+    ],
+)
+def test_each_collapse_rule_still_applies_to_ascii_text(sample: str, read: str) -> None:
+    assert text.readable(sample) == read

@@ -380,7 +380,8 @@ def _read_line(
         return True
     if key == ENTRY_KEY:
         entry = _checked_entry(value, path, number, checked)
-        _collect(entry.values(), strings)
+        if checked:
+            _collect(entry.values(), strings)
         snapshot.entries.append((number, entry))
         return False
     _add_event(snapshot, _checked_event(value, path, number, strings, checked), path, number)
@@ -475,7 +476,9 @@ def _checked_entry(value: JSONValue, path: str, number: int, checked: bool) -> J
             problems.append(f"{name}: {problem}")
     if problems:
         raise SnapshotError(path, number, "; ".join(problems))
-    itemwise = _CHECKED_FIELDS[str(value["kind"])] if checked else frozenset()
+    if not checked:
+        return value
+    itemwise = _CHECKED_FIELDS[str(value["kind"])]
     for name, item in value.items():
         # A field the model does not check item by item (an unknown field, pending changes)
         # is held to a nesting limit: deeper values break every later write's recursion.
@@ -580,18 +583,19 @@ def _checked_event(
     else:
         # A past version is held to its shape here; the versions an import makes live pass
         # the model's full checks and the floors there (ctxkeeper.write.exchange).
-        entry = _shaped_entry(after, path, number, strings, entry_id)
+        entry = _shaped_entry(after, path, number, strings, entry_id, checked)
         if entry.get("id") != entry_id:
             raise fail(f"the event is about {entry_id} but its entry is {entry.get('id')}")
     return value
 
 
 def _shaped_entry(
-    value: JSONValue, path: str, number: int, strings: set[str], event_id: str
+    value: JSONValue, path: str, number: int, strings: set[str], event_id: str, checked: bool
 ) -> JSONObject:
     """An entry's shape (id, kind, status, origin, revision, text and list types and sizes,
     nesting): what a version kept as history must have, cheaply checked. Its strings are
-    added to ``strings``. ``event_id`` is the id its event names, already checked."""
+    added to ``strings``. ``event_id`` is the id its event names, already checked.
+    ``checked`` False holds only the fields the merge reads (see :func:`parse`)."""
     if not isinstance(value, dict):
         raise SnapshotError(path, number, "an entry must be an object")
     entry_id = value.get("id")
@@ -605,6 +609,8 @@ def _shaped_entry(
         or not isinstance(value.get("revision"), int)
     ):
         raise SnapshotError(path, number, f"{entry_id}: bad kind, status, origin or revision")
+    if not checked:
+        return value
     for name in TEXT_FIELDS[str(entry_kind)]:
         text = value.get(name)
         if not isinstance(text, str) or len(text) > TEXT_MAX:
@@ -669,6 +675,8 @@ _cached_time_problem: Final = functools.lru_cache(maxsize=1 << 16)(_time_problem
 
 
 def _at_problem(at: str) -> str | None:
+    if times.sound_canonical(at):
+        return None  # the form every clone writes, read without the general parser
     return _cached_time_problem(at) if len(at) <= 64 else _time_problem(at)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import operator
 import re
 import unicodedata
 from functools import lru_cache
@@ -211,6 +213,12 @@ _BLANK_LOOKING: Final = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 _PUNCTUATION_RUN: Final = re.compile(r"([^\w\s])[^\w\s]+")
 _LETTER_RUN: Final = re.compile(r"([^\W\d_])\1{3,}")
 _REPEATED_WORD: Final = re.compile(r"\b(\w+)(?:\s+\1\b)+", re.IGNORECASE)
+_ANY_RUN_OF_FOUR: Final = re.compile(r"(.)\1\1\1", re.ASCII | re.DOTALL)
+#: Every byte of ASCII text that ``\w`` does not match, as a space.
+_NON_WORD_TO_SPACE: Final = bytes(
+    byte if byte < 128 and (chr(byte).isalnum() or byte == ord("_")) else ord(" ")
+    for byte in range(256)
+)
 
 
 def _seen(char: str) -> bool:
@@ -229,12 +237,31 @@ def readable(text: str) -> str:
     once ("very very very" is "very").
     """
     normal = unicodedata.normalize("NFKC", text)
-    if not normal.isascii() or not normal.isprintable():
-        normal = "".join(char for char in normal if _seen(char))
-    normal = " ".join(normal.split())
+    if normal.isascii() and normal.isprintable():
+        return _readable_ascii(" ".join(normal.split()))
+    normal = "".join(char for char in normal if _seen(char))
+    return _collapsed(" ".join(normal.split()))
+
+
+def _collapsed(normal: str) -> str:
+    """The runs and repeats of :func:`readable` collapsed, in a text whose spaces are."""
     normal = _PUNCTUATION_RUN.sub(r"\1", normal)
     normal = _LETTER_RUN.sub(r"\1\1\1", normal)
     return _REPEATED_WORD.sub(r"\1", normal)
+
+
+def _readable_ascii(normal: str) -> str:
+    """:func:`_collapsed` of printable ASCII text, each pattern applied only where a cheaper
+    test finds what it needs (a floor reads every text an import holds): a letter run needs
+    some character four times over, and a repeated word two equal runs of word characters in
+    a row (every word is one such run, so both tests are necessary; the patterns decide)."""
+    normal = _PUNCTUATION_RUN.sub(r"\1", normal) if _PUNCTUATION_RUN.search(normal) else normal
+    if _ANY_RUN_OF_FOUR.search(normal):
+        normal = _LETTER_RUN.sub(r"\1\1\1", normal)
+    words = normal.encode().lower().translate(_NON_WORD_TO_SPACE).split()
+    if any(map(operator.eq, words, itertools.islice(words, 1, None))):
+        normal = _REPEATED_WORD.sub(r"\1", normal)
+    return normal
 
 
 # con-007-a634: floors count what a reader reads. Cached: an import checks every version of
