@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 EMPTY = hashlib.sha256(b"").hexdigest()
 
 
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
 @pytest.fixture(autouse=True)
 def every_file_is_large(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(importcheck, "CHECK_ELSEWHERE_BYTES", 0)
@@ -102,8 +106,8 @@ def test_a_large_import_is_checked_in_the_second_process(
     started: list[Checker | None] = []
     real_start = Checker.start
 
-    def spied(path: str, data: bytes) -> Checker | None:
-        started.append(real_start(path, data))
+    def spied(path: str, data: bytes, sha256: str) -> Checker | None:
+        started.append(real_start(path, data, sha256))
         return started[-1]
 
     monkeypatch.setattr(Checker, "start", staticmethod(spied))
@@ -132,7 +136,7 @@ def test_the_verdict_is_the_error_the_checks_here_give(
     path = _file(tmp_path, "team.jsonl", bad)
     with pytest.raises(SnapshotError) as here:
         parse(bad, path)
-    checker = Checker.start(path, bad)
+    checker = Checker.start(path, bad, sha(bad))
     assert checker is not None
     with pytest.raises(SnapshotError) as elsewhere:
         checker.verdict()
@@ -143,7 +147,7 @@ def test_the_verdict_is_the_error_the_checks_here_give(
     assert "GitHub token" in elsewhere.value.detail
     assert GITHUB_TOKEN not in str(elsewhere.value)
     # The control: the file without the token passes.
-    sound = Checker.start(_file(tmp_path, "sound.jsonl", good), good)
+    sound = Checker.start(_file(tmp_path, "sound.jsonl", good), good, sha(good))
     assert sound is not None
     sound.verdict()
     assert checked_here == []
@@ -202,12 +206,12 @@ def test_without_a_verdict_the_checks_run_here(
     monkeypatch.setattr(importcheck, "_BOOT", boot)
     good = _team_snapshot(tmp_path)
     bad, line = _with_secret(good)
-    checker = Checker.start(_file(tmp_path, "bad.jsonl", bad), bad)
+    checker = Checker.start(_file(tmp_path, "bad.jsonl", bad), bad, sha(bad))
     assert checker is not None
     with pytest.raises(SnapshotError) as refused:
         checker.verdict()
     assert refused.value.line == line
-    sound = Checker.start(_file(tmp_path, "good.jsonl", good), good)
+    sound = Checker.start(_file(tmp_path, "good.jsonl", good), good, sha(good))
     assert sound is not None
     sound.verdict()
     assert len(checked_here) == 2
@@ -220,7 +224,7 @@ def test_other_bytes_at_the_path_are_not_taken_for_these(
     the second process read says nothing about the bytes the import holds."""
     good = _team_snapshot(tmp_path)
     bad, line = _with_secret(good)
-    checker = Checker.start(_file(tmp_path, "team.jsonl", good), bad)
+    checker = Checker.start(_file(tmp_path, "team.jsonl", good), bad, sha(bad))
     assert checker is not None
     with pytest.raises(SnapshotError) as refused:
         checker.verdict()
@@ -232,13 +236,15 @@ def test_small_files_are_checked_here(tmp_path: Path, monkeypatch: pytest.Monkey
     data = _team_snapshot(tmp_path)
     path = _file(tmp_path, "team.jsonl", data)
     monkeypatch.setattr(importcheck, "CHECK_ELSEWHERE_BYTES", len(data) + 1)
-    assert Checker.start(path, data) is None
+    assert Checker.start(path, data, sha(data)) is None
     monkeypatch.setattr(importcheck, "CHECK_ELSEWHERE_BYTES", len(data))
-    large = Checker.start(path, data)
+    large = Checker.start(path, data, sha(data))
     assert large is not None
     large.verdict()
     monkeypatch.setattr(importcheck, "_processors", lambda: 1)
-    assert Checker.start(path, data) is None  # one processor: a second process only waits
+    assert (
+        Checker.start(path, data, sha(data)) is None
+    )  # one processor: a second process only waits
 
 
 def test_the_second_process_runs_none_of_the_projects_code(
@@ -264,7 +270,7 @@ def test_the_second_process_runs_none_of_the_projects_code(
     path = _file(tmp_path, "team.jsonl", bad)
     monkeypatch.chdir(trap)
     monkeypatch.setenv("PYTHONPATH", str(trap))
-    checker = Checker.start(path, bad)
+    checker = Checker.start(path, bad, sha(bad))
     assert checker is not None
     with pytest.raises(SnapshotError) as refused:
         checker.verdict()

@@ -456,8 +456,7 @@ class Store:
         from ctxkeeper.core import snapshot
 
         if txn.snapshot_read is not None:
-            read_path, read_bytes = txn.snapshot_read
-            snapshot.remember(self.dir, read_path, snapshot.digest(read_bytes))
+            snapshot.remember(self.dir, *txn.snapshot_read)
         entries = state.entries.values()
         read = txn.snapshot_read[0] if txn.snapshot_read is not None else None
         default = snapshot.default_path(self.dir)
@@ -745,9 +744,9 @@ class Transaction:
         """Entries whose text a purge removes from the journal once committed."""
         self.export_to: str | None = None
         """Write the team snapshot to this path once the transaction is committed."""
-        self.snapshot_read: tuple[str, bytes] | None = None
-        """A snapshot file and the bytes this transaction imported from it: remembered as
-        seen once committed, so it is exported over and not imported again."""
+        self.snapshot_read: tuple[str, str] | None = None
+        """A snapshot file and the digest of the bytes this transaction imported from it:
+        remembered as seen once committed, so it is exported over and not imported again."""
         self.gate: Callable[[], None] | None = None
         """Called once the records are sealed, before anything is written; what it raises
         stops the write (an import's checks running in another process)."""

@@ -28,7 +28,7 @@ from ctxkeeper.core.model import (
     revision_of,
     stored_problems,
 )
-from ctxkeeper.core.snapshot import default_path, unseen
+from ctxkeeper.core.snapshot import default_path, digest, unseen
 from ctxkeeper.core.snapshotformat import Snapshot, event_order, normal_entry, parse, same_event
 from ctxkeeper.core.snapshotpatch import CannotPatchError, line_key
 from ctxkeeper.write.importcheck import Checker
@@ -123,11 +123,12 @@ def _no_cycle_collection() -> Iterator[None]:
 def _import(store: Store, source: str, data: bytes, actor: JSONObject) -> JSONObject:
     # A large file's checks run in another process while this one merges and seals, and
     # nothing is written before their verdict (dec-028).
-    checker = Checker.start(source, data)
+    read = (source, digest(data))
+    checker = Checker.start(source, data, read[1])
     if checker is None:
-        return _merged(store, source, data, parse(data, source), actor, None)
+        return _merged(store, read, data, parse(data, source), actor, None)
     try:
-        return _merged(store, source, data, parse(data, source, checked=False), actor, checker)
+        return _merged(store, read, data, parse(data, source, checked=False), actor, checker)
     except Exception:
         # The unchecked file may have failed the merge anywhere: the checks' verdict names
         # the first bad line, as the checks run in line order here would have.
@@ -139,16 +140,17 @@ def _import(store: Store, source: str, data: bytes, actor: JSONObject) -> JSONOb
 
 def _merged(
     store: Store,
-    source: str,
+    read: tuple[str, str],
     data: bytes,
     snapshot: Snapshot,
     actor: JSONObject,
     checker: Checker | None,
 ) -> JSONObject:
+    source = read[0]
     with store.transaction() as tx:
         tx.gate = checker.verdict if checker is not None else None
         report = _merge(store, tx, snapshot, source, actor)
-        tx.snapshot_read = (source, data)
+        tx.snapshot_read = read
         if (
             tx.config.auto_export
             and source == default_path(store.dir)

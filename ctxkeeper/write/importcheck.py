@@ -48,17 +48,20 @@ def _processors() -> int:
 class Checker:
     """The checks of one snapshot file, running in another process."""
 
-    def __init__(self, path: str, data: bytes, process: subprocess.Popen[bytes]) -> None:
+    def __init__(
+        self, path: str, data: bytes, sha256: str, process: subprocess.Popen[bytes]
+    ) -> None:
         self._path = path
         self._data = data
+        self._sha256 = sha256
         self._process = process
         self._waited = False
         self._error: SnapshotError | None = None
 
     @classmethod
-    def start(cls, path: str, data: bytes) -> Checker | None:
-        """Start checking the file at ``path``, whose bytes are ``data``; None when it is
-        better checked here (small, one processor, no interpreter to start)."""
+    def start(cls, path: str, data: bytes, sha256: str) -> Checker | None:
+        """Start checking the file at ``path``, whose bytes are ``data`` (of this SHA-256);
+        None when it is better checked here (small, one processor, no interpreter to start)."""
         if len(data) < CHECK_ELSEWHERE_BYTES or _processors() < 2 or not sys.executable:
             return None
         try:
@@ -70,7 +73,7 @@ class Checker:
             )
         except OSError:
             return None
-        return cls(path, data, process)
+        return cls(path, data, sha256, process)
 
     def verdict(self) -> None:
         """Wait for the checks; raise the :class:`SnapshotError` they found (each call
@@ -93,7 +96,7 @@ class Checker:
             self.close()
             out = b""
         answer = _answer(out)
-        if answer is None or answer.get("sha256") != hashlib.sha256(self._data).hexdigest():
+        if answer is None or answer.get("sha256") != self._sha256:
             return _checked_here(self._path, self._data)  # no verdict on these bytes
         line, detail = answer.get("line"), answer.get("detail")
         if isinstance(detail, str):
