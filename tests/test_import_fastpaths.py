@@ -137,6 +137,7 @@ def test_sealed_spells_records_whose_text_looks_like_their_syntax() -> None:
     plain = _event({"id": "con-001-abcd", "rule": "r"}, None, "why")
     tricky = _event({"id": "con-001-abcd", '"hash":': spelled}, None, spelled)
     tricky["actor"] = {"origin": "user", "user": spelled}
+    tricky["%s 100%"] = "%(name)s %d"  # a field whose name and value spell format directives
     no_before = {k: v for k, v in plain.items() if k != "before"}  # the general encoding
     out = journal.sealed([plain, tricky, no_before], seq=0, head=journal.GENESIS, tx="t")
     for record, line in out:
@@ -144,6 +145,7 @@ def test_sealed_spells_records_whose_text_looks_like_their_syntax() -> None:
         assert line == journal.canonical(record) + b"\n"
     assert json.loads(out[1][1])["reason"] == spelled
     assert json.loads(out[1][1])["actor"]["user"] == spelled
+    assert json.loads(out[1][1])["%s 100%"] == "%(name)s %d"
 
 
 def test_canonical_matches_the_json_encoder() -> None:
