@@ -278,10 +278,11 @@ def _strings(path: str, value: JSONValue) -> Iterable[tuple[str, str]]:
 def parse(data: bytes, path: str, *, checked: bool = True) -> Snapshot:
     """Read and check a snapshot; raise :class:`SnapshotError` naming the first bad line.
 
-    :param checked: False leaves out the checks nothing in the merge relies on (the model's
-        and the floors' checks of the entry lines, the events' times, the secret scan), for
-        an import whose checks run in another process (see
-        :mod:`ctxkeeper.write.importcheck`); the shapes the merge reads are still held.
+    :param checked: False, for an import whose checks run in another process while this one
+        merges (see :mod:`ctxkeeper.write.importcheck`), holds only what keeps that merge's
+        work bounded: one object per line and at most :data:`MAX_PARENTS` parents per event.
+        The merge may then fail on anything else, with any exception, which the import
+        answers with the checks' verdict; nothing is written before it.
     """
     if len(data) > MAX_BYTES:
         raise SnapshotError(path, None, f"{len(data)} bytes is over the {MAX_BYTES}-byte limit")
@@ -469,15 +470,15 @@ def _check_version(value: JSONValue, path: str, number: int) -> None:
 def _checked_entry(value: JSONValue, path: str, number: int, checked: bool) -> JSONObject:
     if not isinstance(value, dict):
         raise SnapshotError(path, number, "an entry must be an object")
-    problems = stored_problems(value) if checked else _entry_shape_problems(value)
-    for name in ("created_at", "updated_at") if checked else ():
+    if not checked:
+        return value
+    problems = stored_problems(value)
+    for name in ("created_at", "updated_at"):
         problem = times.stored_time_problem(value.get(name))
         if problem:
             problems.append(f"{name}: {problem}")
     if problems:
         raise SnapshotError(path, number, "; ".join(problems))
-    if not checked:
-        return value
     itemwise = _CHECKED_FIELDS[str(value["kind"])]
     for name, item in value.items():
         # A field the model does not check item by item (an unknown field, pending changes)
@@ -487,17 +488,6 @@ def _checked_entry(value: JSONValue, path: str, number: int, checked: bool) -> J
                 path, number, f"{value['id']}: field {name!r} nests over {MAX_DEPTH} levels deep"
             )
     return value
-
-
-def _entry_shape_problems(entry: Mapping[str, JSONValue]) -> list[str]:
-    """What the merge needs of an entry line: an id and a kind (the first of the checks of
-    :func:`stored_problems`, with its messages)."""
-    entry_id = entry.get("id")
-    if not isinstance(entry_id, str) or not ID_PATTERN.match(entry_id):
-        return [f"bad id {entry_id!r}"]
-    if entry.get("kind") not in KINDS:
-        return [f"{entry_id}: bad kind {entry.get('kind')!r}"]
-    return []
 
 
 def _deeper(value: JSONValue, limit: int) -> bool:
@@ -518,13 +508,16 @@ def _checked_event(
 ) -> JSONObject:
     """An event line's value, checked; adds the strings of its ``after`` and ``reason`` to
     ``strings`` (collected while the entry's shape is checked, not in a second walk).
-    ``checked`` False leaves its time unchecked (see :func:`parse`)."""
+    ``checked`` False holds only its number of parents (see :func:`parse`)."""
 
     def fail(detail: str) -> SnapshotError:
         return SnapshotError(path, number, detail)
 
     if not isinstance(value, dict):
         raise fail("a journal event must be an object")
+    if not checked:
+        _bounded_parents(value, fail)
+        return value
     if not _EVENT_KEYS.issuperset(value):
         unknown = sorted(set(value) - _EVENT_KEYS)
         raise fail(f"unknown event field {', '.join(map(repr, unknown))}")
@@ -547,7 +540,7 @@ def _checked_event(
     at = value.get("at")
     if not isinstance(at, str):
         raise fail("at must be a time string")
-    problem = _at_problem(at) if checked else None
+    problem = _at_problem(at)
     if problem:
         raise fail(problem)
     _check_actor(value.get("actor"), fail)
@@ -558,10 +551,7 @@ def _checked_event(
         or (isinstance(reason, str) and len(reason) <= TEXT_MAX)
     ):
         raise fail(f"reason must be text of at most {TEXT_MAX} characters")
-    parents = value.get("parents")
-    if not isinstance(parents, list) or len(parents) > MAX_PARENTS:
-        raise fail(f"parents must be a list of at most {MAX_PARENTS} event identities")
-    for parent in parents:
+    for parent in _bounded_parents(value, fail):
         if not isinstance(parent, str) or not EVENT_ID.fullmatch(parent):
             raise fail("parents must be event identities (16 lowercase hex digits)")
     if "blocks" in value:
@@ -583,19 +573,25 @@ def _checked_event(
     else:
         # A past version is held to its shape here; the versions an import makes live pass
         # the model's full checks and the floors there (ctxkeeper.write.exchange).
-        entry = _shaped_entry(after, path, number, strings, entry_id, checked)
+        entry = _shaped_entry(after, path, number, strings, entry_id)
         if entry.get("id") != entry_id:
             raise fail(f"the event is about {entry_id} but its entry is {entry.get('id')}")
     return value
 
 
+def _bounded_parents(event: JSONObject, fail: Callable[[str], SnapshotError]) -> list[JSONValue]:
+    parents = event.get("parents")
+    if not isinstance(parents, list) or len(parents) > MAX_PARENTS:
+        raise fail(f"parents must be a list of at most {MAX_PARENTS} event identities")
+    return parents
+
+
 def _shaped_entry(
-    value: JSONValue, path: str, number: int, strings: set[str], event_id: str, checked: bool
+    value: JSONValue, path: str, number: int, strings: set[str], event_id: str
 ) -> JSONObject:
     """An entry's shape (id, kind, status, origin, revision, text and list types and sizes,
     nesting): what a version kept as history must have, cheaply checked. Its strings are
-    added to ``strings``. ``event_id`` is the id its event names, already checked.
-    ``checked`` False holds only the fields the merge reads (see :func:`parse`)."""
+    added to ``strings``. ``event_id`` is the id its event names, already checked."""
     if not isinstance(value, dict):
         raise SnapshotError(path, number, "an entry must be an object")
     entry_id = value.get("id")
@@ -609,8 +605,6 @@ def _shaped_entry(
         or not isinstance(value.get("revision"), int)
     ):
         raise SnapshotError(path, number, f"{entry_id}: bad kind, status, origin or revision")
-    if not checked:
-        return value
     for name in TEXT_FIELDS[str(entry_kind)]:
         text = value.get(name)
         if not isinstance(text, str) or len(text) > TEXT_MAX:
