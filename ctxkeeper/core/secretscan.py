@@ -555,11 +555,28 @@ def _find_in(text: str) -> str | None:
     lowered = text.lower()
     present = {hint for hint in _ALL_HINTS if hint in lowered}
     gated = {rule.kind for rule in _GATED if rule.gate is not None and rule.gate.search(lowered)}
-    if not present and not gated:
-        return None
-    for rule in _RULES:
-        if rule.kind not in gated and present.isdisjoint(rule.hints):
-            continue
+    return _matched(text, _candidates(present, gated))
+
+
+#: Each hint's rules, by their place in _RULES.
+_RULES_BY_HINT: Final = {
+    hint: frozenset(index for index, rule in enumerate(_RULES) if hint in rule.hints)
+    for hint in _ALL_HINTS
+}
+_INDEX_OF_KIND: Final = {rule.kind: index for index, rule in enumerate(_RULES)}
+
+
+def _candidates(hints: Iterable[str], gated: Iterable[str]) -> list[_Rule]:
+    """The rules a text's hints and gated kinds call for, in their order in _RULES (the most
+    specific first)."""
+    indexes = {_INDEX_OF_KIND[kind] for kind in gated}
+    for hint in hints:
+        indexes |= _RULES_BY_HINT[hint]
+    return [_RULES[index] for index in sorted(indexes)]
+
+
+def _matched(text: str, rules: Iterable[_Rule]) -> str | None:
+    for rule in rules:
         for match in rule.pattern.finditer(text):
             if rule.accept(match):
                 return rule.kind
@@ -580,35 +597,39 @@ def secret_kinds(texts: Iterable[str]) -> dict[str, str]:
     unique = list(dict.fromkeys(texts))
     hinted = _hinted([text.lower() for text in unique])
     found: dict[str, str] = {}
-    for index, text in enumerate(unique):
-        # A text without any hint is one _find_in refuses at once; the rest go through it.
-        kind = _find_in(text) if index in hinted else None
-        if kind is None and not (text.isascii() and text.isprintable()):
-            visible = _visible(text)  # as find_secret: the text without what does not show
-            if visible != text:
-                kind = _find_in(visible)
+    for index, (hints, gated) in hinted.items():
+        # A text without any hint is one _find_in refuses at once; the rest go through the
+        # rules their hints call for.
+        kind = _matched(unique[index], _candidates(hints, gated))
         if kind is not None:
-            found[text] = kind
+            found[unique[index]] = kind
+    for text in unique:
+        if text not in found and not (text.isascii() and text.isprintable()):
+            visible = _visible(text)  # as find_secret: the text without what does not show
+            kind = _find_in(visible) if visible != text else None
+            if kind is not None:
+                found[text] = kind
     return found
 
 
-def _hinted(lowered: list[str]) -> set[int]:
-    """The indexes of the texts that hold at least one rule hint."""
+def _hinted(lowered: list[str]) -> dict[int, tuple[set[str], set[str]]]:
+    """The texts that hold at least one rule hint or gate, by index: the hints each holds
+    and the kinds whose gate it holds."""
     joined = _SEPARATOR.join(lowered)
     starts = list(itertools.accumulate((len(text) + 1 for text in lowered), initial=0))
-    hinted: set[int] = set()
+    hinted: dict[int, tuple[set[str], set[str]]] = {}
     for hint in _ALL_HINTS:
         at = joined.find(hint)
         while at >= 0:
             index = bisect.bisect_right(starts, at) - 1
-            hinted.add(index)
+            hinted.setdefault(index, (set(), set()))[0].add(hint)
             at = joined.find(hint, starts[index + 1])  # on from the next text
     for rule in _GATED:
         assert rule.gate is not None
         found = rule.gate.search(joined)
         while found is not None:
             index = bisect.bisect_right(starts, found.start()) - 1
-            hinted.add(index)
+            hinted.setdefault(index, (set(), set()))[1].add(rule.kind)
             found = rule.gate.search(joined, starts[index + 1])
     return hinted
 
