@@ -282,7 +282,7 @@ def parse(data: bytes, path: str, *, checked: bool = True) -> Snapshot:
         merges (see :mod:`ctxkeeper.write.importcheck`), holds only what keeps that merge's
         work bounded: one object per line and at most :data:`MAX_PARENTS` parents per event.
         The merge may then fail on anything else, with any exception, which the import
-        answers with the checks' verdict; nothing is written before it.
+        answers with the checks' verdict; nothing is written before it (dec-028-9044).
     """
     if len(data) > MAX_BYTES:
         raise SnapshotError(path, None, f"{len(data)} bytes is over the {MAX_BYTES}-byte limit")

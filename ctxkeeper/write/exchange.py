@@ -122,7 +122,7 @@ def _no_cycle_collection() -> Iterator[None]:
 
 def _import(store: Store, source: str, data: bytes, actor: JSONObject) -> JSONObject:
     # A large file's checks run in another process while this one merges and seals, and
-    # nothing is written before their verdict (dec-028).
+    # nothing is written before their verdict (dec-028-9044).
     read = (source, digest(data))
     checker = Checker.start(source, data, read[1])
     if checker is None:

@@ -4,10 +4,10 @@ Most of a large import's time goes to the checks an untrusted file needs (floors
 entry line, every time, the secret scan) and to sealing the events into the journal: work
 that does not depend on each other. So the checks run in another interpreter, on the same
 bytes, while this process merges and seals without them; nothing is written until that
-process's verdict is in (dec-028). The verdict is the one :func:`parse` gives here, by the same
-code: the first bad line and what is wrong with it. When no verdict arrives (the process could
-not start, died, or read other bytes than these), the checks run here instead, so the answer
-never depends on the second process.
+process's verdict is in (dec-028-9044). The verdict is the one :func:`parse` gives here, by
+the same code: the first bad line and what is wrong with it. When no verdict arrives (the
+process could not start, died, or read other bytes than these), the checks run here instead,
+so the answer never depends on the second process.
 
 The second process runs this package's own code by its path, with ``-I -S``: neither the
 project directory nor any environment variable can put other code in its way.
