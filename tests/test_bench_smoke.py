@@ -79,3 +79,14 @@ def test_similarity_benchmark_runs_at_a_tiny_size() -> None:
     rows = [line for line in out.splitlines() if line.startswith("| ")]
     assert [row.split(" | ")[0] for row in rows[1:]] == ["| 40", "| 80"], out
     assert all(row.endswith("x |") for row in rows[1:]), out
+
+
+def test_snapshot_benchmark_runs_at_a_tiny_size() -> None:
+    """Each import runs in its own process (as the hook runs it), asserts its own result, and
+    reports back; the table then holds both sizes beside the baseline."""
+    out = _script("bench/snapshot.py", "--entries", "20", "40")
+    rows = {line.split()[0]: line for line in out.splitlines() if line[:8].strip().isdigit()}
+    assert set(rows) == {"20", "40"}, out
+    assert all(row.count("x /") == 2 for row in rows.values()), out
+    assert "peak memory of the import of 40 entries:" in out
+    assert "import of 40 entries / " in out
