@@ -318,9 +318,12 @@ def main(argv: list[str] | None = None) -> int:
         )
     for row in rows:
         print(
-            f"peak memory of the import of {row['size']} entries: {row['rss']:.0f} MB, and "
-            f"at most {row['checker_rss']:.0f} MB in the process checking it (0: checked in "
-            "the import process)"
+            f"peak memory of the import of {row['size']} entries: {row['rss']:.0f} MB"
+            + (
+                f", and at most {row['checker_rss']:.0f} MB in the process checking it"
+                if row["checker_rss"]
+                else " (checked in the import process)"
+            )
         )
     if len(rows) > 1:
         small, large = rows[0], rows[-1]
