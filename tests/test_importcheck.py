@@ -21,7 +21,7 @@ from ctxkeeper.write import importcheck
 from ctxkeeper.write.exchange import import_snapshot
 from ctxkeeper.write.importcheck import Checker
 from ctxkeeper.write.verbs import record_entry, update_entry, user_actor
-from tests.conftest import constraint_fields, decision_fields
+from tests.conftest import check_every_import_elsewhere, constraint_fields, decision_fields
 from tests.test_snapshot_hostile import GITHUB_TOKEN, tree
 
 TYPE_CHECKING = False
@@ -37,23 +37,18 @@ def sha(data: bytes) -> str:
 
 
 @pytest.fixture(autouse=True)
-def every_file_is_large(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(importcheck, "CHECK_ELSEWHERE_BYTES", 0)
-    monkeypatch.setattr(importcheck, "_processors", lambda: 2)
-
-
-@pytest.fixture
 def checked_here(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The files whose checks ran in this process (the fallback)."""
-    calls: list[str] = []
-    real = importcheck._checked_here
+    """Every file counts as large; the files whose checks ran in this process (the
+    fallback)."""
+    return check_every_import_elsewhere(monkeypatch)
 
-    def spied(path: str, data: bytes) -> SnapshotError | None:
-        calls.append(path)
-        return real(path, data)
 
-    monkeypatch.setattr(importcheck, "_checked_here", spied)
-    return calls
+def _refusal(checker: Checker | None) -> SnapshotError:
+    """The error a started checker's verdict raises."""
+    assert checker is not None
+    with pytest.raises(SnapshotError) as refused:
+        checker.verdict()
+    return refused.value
 
 
 def _team_snapshot(tmp_path: Path) -> bytes:
@@ -206,11 +201,8 @@ def test_without_a_verdict_the_checks_run_here(
     monkeypatch.setattr(importcheck, "_BOOT", boot)
     good = _team_snapshot(tmp_path)
     bad, line = _with_secret(good)
-    checker = Checker.start(_file(tmp_path, "bad.jsonl", bad), bad, sha(bad))
-    assert checker is not None
-    with pytest.raises(SnapshotError) as refused:
-        checker.verdict()
-    assert refused.value.line == line
+    refused = _refusal(Checker.start(_file(tmp_path, "bad.jsonl", bad), bad, sha(bad)))
+    assert refused.line == line
     sound = Checker.start(_file(tmp_path, "good.jsonl", good), good, sha(good))
     assert sound is not None
     sound.verdict()
@@ -224,11 +216,8 @@ def test_other_bytes_at_the_path_are_not_taken_for_these(
     the second process read says nothing about the bytes the import holds."""
     good = _team_snapshot(tmp_path)
     bad, line = _with_secret(good)
-    checker = Checker.start(_file(tmp_path, "team.jsonl", good), bad, sha(bad))
-    assert checker is not None
-    with pytest.raises(SnapshotError) as refused:
-        checker.verdict()
-    assert refused.value.line == line
+    refused = _refusal(Checker.start(_file(tmp_path, "team.jsonl", good), bad, sha(bad)))
+    assert refused.line == line
     assert len(checked_here) == 1
 
 

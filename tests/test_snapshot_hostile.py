@@ -24,10 +24,15 @@ from ctxkeeper.core.snapshotformat import MAX_LINE_BYTES
 from ctxkeeper.core.store import Store
 from ctxkeeper.mcp.toolcall import run_tool
 from ctxkeeper.mcp.tools import load_tools
-from ctxkeeper.write import importcheck
 from ctxkeeper.write.exchange import export_snapshot, import_snapshot
 from ctxkeeper.write.verbs import agent_actor, record_entry, update_entry, user_actor
-from tests.conftest import REPO_ROOT, constraint_fields, decision_fields, pipeline_fields
+from tests.conftest import (
+    REPO_ROOT,
+    check_every_import_elsewhere,
+    constraint_fields,
+    decision_fields,
+    pipeline_fields,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -56,16 +61,7 @@ def checks_where(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     if request.param == "checked-here":
         yield str(request.param)
         return
-    monkeypatch.setattr(importcheck, "CHECK_ELSEWHERE_BYTES", 0)
-    monkeypatch.setattr(importcheck, "_processors", lambda: 2)
-    here: list[str] = []
-    real = importcheck._checked_here
-
-    def spied(path: str, data: bytes) -> SnapshotError | None:
-        here.append(path)
-        return real(path, data)
-
-    monkeypatch.setattr(importcheck, "_checked_here", spied)
+    here = check_every_import_elsewhere(monkeypatch)
     yield str(request.param)
     assert here == [], "the second process gave no verdict; the checks ran here instead"
 

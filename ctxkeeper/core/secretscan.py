@@ -563,13 +563,19 @@ _RULES_BY_HINT: Final = {
     hint: frozenset(index for index, rule in enumerate(_RULES) if hint in rule.hints)
     for hint in _ALL_HINTS
 }
-_INDEX_OF_KIND: Final = {rule.kind: index for index, rule in enumerate(_RULES)}
+#: Each kind's rules, by their place in _RULES.
+_RULES_OF_KIND: Final = {
+    kind: frozenset(index for index, rule in enumerate(_RULES) if rule.kind == kind)
+    for kind in {rule.kind for rule in _RULES}
+}
 
 
 def _candidates(hints: Iterable[str], gated: Iterable[str]) -> list[_Rule]:
     """The rules a text's hints and gated kinds call for, in their order in _RULES (the most
     specific first)."""
-    indexes = {_INDEX_OF_KIND[kind] for kind in gated}
+    indexes: set[int] = set()
+    for kind in gated:
+        indexes |= _RULES_OF_KIND[kind]
     for hint in hints:
         indexes |= _RULES_BY_HINT[hint]
     return [_RULES[index] for index in sorted(indexes)]

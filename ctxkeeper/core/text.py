@@ -244,7 +244,8 @@ def readable(text: str) -> str:
 
 
 def _collapsed(normal: str) -> str:
-    """The runs and repeats of :func:`readable` collapsed, in a text whose spaces are."""
+    """The runs and repeats of :func:`readable` collapsed, in a text whose whitespace runs are
+    single spaces already."""
     normal = _PUNCTUATION_RUN.sub(r"\1", normal)
     normal = _LETTER_RUN.sub(r"\1\1\1", normal)
     return _REPEATED_WORD.sub(r"\1", normal)
