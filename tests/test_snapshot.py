@@ -167,6 +167,48 @@ class TestTombstonesAcrossClones:
         assert theirs.load().entries == store.load().entries
 
 
+class TestReimport:
+    def test_a_rewritten_copy_of_an_imported_file_is_read_once_and_brings_nothing(
+        self, filled: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """git rewrites a file with the same bytes on checkout (a new inode and time): the
+        import reads and hashes it once, finds it seen, and merges nothing; a file with one
+        changed byte (the control) is imported."""
+        theirs = _clone(tmp_path, "theirs", filled)
+        exchange.import_snapshot(theirs, actor=user_actor())
+        path = snapshot.default_path(theirs.dir)
+        data = _snap(theirs)
+        os.replace(_written(tmp_path / "copy", data), path)
+        assert not snapshot.untouched(theirs.dir, path)  # the stat no longer answers
+        digests: list[int] = []
+        real = snapshot.digest
+
+        def counted(data: bytes) -> str:
+            digests.append(len(data))
+            return real(data)
+
+        monkeypatch.setattr(exchange, "digest", counted)
+        again = exchange.import_snapshot(theirs, actor=user_actor())
+        assert again["unchanged"] is True
+        assert again["events_added"] == 0
+        assert digests == [len(data)]
+        record_entry(
+            filled,
+            "decision",
+            decision_fields(summary="Queue writes in Redis streams"),
+            actor=user_actor(),
+        )
+        os.replace(_written(tmp_path / "changed", _snap(filled)), path)
+        changed = exchange.import_snapshot(theirs, actor=user_actor())
+        assert changed["events_added"] == 1
+        assert len(digests) == 2
+
+
+def _written(path: Path, data: bytes) -> str:
+    path.write_bytes(data)
+    return str(path)
+
+
 class TestGitSetup:
     def test_init_adds_the_union_line_once_and_keeps_the_rest(self, project: Path) -> None:
         (project / ".gitattributes").write_bytes(b"*.png binary")

@@ -95,19 +95,33 @@ def unseen(context_dir: str, path: str) -> bool:
     A ``stat`` answers while the file is untouched; a changed one is hashed, since git rewrites
     files with the same content on checkout.
     """
-    identity = _identity(path)
-    if identity is None:
+    if _identity(path) is None:
         return False
-    record = _read_seen(context_dir).get(os.path.abspath(path))
-    if not isinstance(record, dict):
+    if _record(context_dir, path) is None:
         return True
-    if record.get("identity") == identity:
+    if untouched(context_dir, path):
         return False
     data = fsutil.read_bytes(path)
-    return data is not None and digest(data) not in (
-        record.get("sha256"),
-        record.get("pending_sha256"),
-    )
+    return data is not None and not holds(context_dir, path, digest(data))
+
+
+def untouched(context_dir: str, path: str) -> bool:
+    """True when the file at ``path`` is, by its ``stat``, the one this clone last wrote or
+    imported there (so it holds nothing new, and need not be read)."""
+    identity = _identity(path)
+    record = _record(context_dir, path)
+    return identity is not None and record is not None and record.get("identity") == identity
+
+
+def holds(context_dir: str, path: str, sha256: str) -> bool:
+    """True when this clone wrote or imported bytes of this :func:`digest` at ``path``."""
+    record = _record(context_dir, path)
+    return record is not None and sha256 in (record.get("sha256"), record.get("pending_sha256"))
+
+
+def _record(context_dir: str, path: str) -> dict[str, JSONValue] | None:
+    record = _read_seen(context_dir).get(os.path.abspath(path))
+    return record if isinstance(record, dict) else None
 
 
 def _expect(context_dir: str, path: str, sha256: str) -> None:

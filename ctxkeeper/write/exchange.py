@@ -28,7 +28,7 @@ from ctxkeeper.core.model import (
     revision_of,
     stored_problems,
 )
-from ctxkeeper.core.snapshot import default_path, digest, unseen
+from ctxkeeper.core.snapshot import default_path, digest, holds, untouched
 from ctxkeeper.core.snapshotformat import Snapshot, event_order, normal_entry, parse, same_event
 from ctxkeeper.core.snapshotpatch import CannotPatchError, line_key
 from ctxkeeper.write.importcheck import Checker
@@ -92,18 +92,25 @@ def import_snapshot(
         raise SnapshotError(
             source, None, f"{size} bytes is over the {snapshotformat.MAX_BYTES}-byte limit"
         )
-    if os.path.isfile(source) and not unseen(store.dir, source):
-        # This clone wrote or imported exactly these bytes: it holds everything in them (and
-        # the file, tens of megabytes in a large project, is not read at all).
-        entries = store.load().entries
-        return _report(source, entries, {}, [], [], [], len(entries))
+    if os.path.isfile(source) and untouched(store.dir, source):
+        # This clone wrote or imported this very file: it holds everything in it (and the
+        # file, tens of megabytes in a large project, is not read at all).
+        return _nothing_new(store, source)
     data = fsutil.read_bytes(source)
     if data is None:
         raise SnapshotError(
             source, None, "no snapshot here (export one with `ctxkeeper export snapshot`)"
         )
+    sha256 = digest(data)  # taken once: for the seen-file record and the checker's comparison
+    if holds(store.dir, source, sha256):
+        return _nothing_new(store, source)  # the same bytes, rewritten (a git checkout)
     with _no_cycle_collection():
-        return _import(store, source, data, actor)
+        return _import(store, (source, sha256), data, actor)
+
+
+def _nothing_new(store: Store, source: str) -> JSONObject:
+    entries = store.load().entries
+    return _report(source, entries, {}, [], [], [], len(entries))
 
 
 @contextlib.contextmanager
@@ -120,10 +127,11 @@ def _no_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
-def _import(store: Store, source: str, data: bytes, actor: JSONObject) -> JSONObject:
+def _import(store: Store, read: tuple[str, str], data: bytes, actor: JSONObject) -> JSONObject:
+    """Import ``data``, the bytes of the file ``read`` names with their digest."""
     # A large file's checks run in another process while this one merges and seals, and
     # nothing is written before their verdict (dec-028-9044).
-    read = (source, digest(data))
+    source = read[0]
     checker = Checker.start(source, data, read[1])
     if checker is None:
         return _merged(store, read, data, parse(data, source), actor, None)
