@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from ctxkeeper.cli import gitsetup, mergedriver
-from ctxkeeper.core import snapshot
+from ctxkeeper.core import fsutil, snapshot
 from ctxkeeper.core.errors import SnapshotError, UsageError
 from ctxkeeper.core.snapshotformat import parse
 from ctxkeeper.core.store import Store
@@ -172,26 +172,26 @@ class TestReimport:
         self, filled: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """git rewrites a file with the same bytes on checkout (a new inode and time): the
-        import reads and hashes it once, finds it seen, and merges nothing; a file with one
-        changed byte (the control) is imported."""
+        import reads it once, finds its digest seen, and merges nothing. A teammate's file with
+        one more entry (the control) is imported, also from one read of it."""
         theirs = _clone(tmp_path, "theirs", filled)
         exchange.import_snapshot(theirs, actor=user_actor())
         path = snapshot.default_path(theirs.dir)
         data = _snap(theirs)
         os.replace(_written(tmp_path / "copy", data), path)
         assert not snapshot.untouched(theirs.dir, path)  # the stat no longer answers
-        digests: list[int] = []
-        real = snapshot.digest
+        reads: list[str] = []
+        real = fsutil.read_bytes
 
-        def counted(data: bytes) -> str:
-            digests.append(len(data))
-            return real(data)
+        def counted(name: str) -> bytes | None:
+            reads.append(name)
+            return real(name)
 
-        monkeypatch.setattr(exchange, "digest", counted)
+        monkeypatch.setattr(fsutil, "read_bytes", counted)
         again = exchange.import_snapshot(theirs, actor=user_actor())
         assert again["unchanged"] is True
         assert again["events_added"] == 0
-        assert digests == [len(data)]
+        assert reads.count(path) == 1
         record_entry(
             filled,
             "decision",
@@ -201,7 +201,7 @@ class TestReimport:
         os.replace(_written(tmp_path / "changed", _snap(filled)), path)
         changed = exchange.import_snapshot(theirs, actor=user_actor())
         assert changed["events_added"] == 1
-        assert len(digests) == 2
+        assert reads.count(path) == 2
 
 
 def _written(path: Path, data: bytes) -> str:
