@@ -8,6 +8,8 @@ after compaction, which reads the clock (expired entries, entries unverified for
 
 from __future__ import annotations
 
+import os
+
 from ctxkeeper.core import scopeindex
 from ctxkeeper.plugin import ledger
 
@@ -161,8 +163,9 @@ def _import_team_snapshot(store: Store) -> str | None:
     ``git pull``, in a fresh clone); one line for the person on what arrived, or why not."""
     from ctxkeeper.core import snapshot
 
-    if not snapshot.unseen(store.dir, snapshot.default_path(store.dir)):
-        return None
+    path = snapshot.default_path(store.dir)
+    if not os.path.isfile(path) or snapshot.untouched(store.dir, path):
+        return None  # by its stat alone; a changed file is read once, by the import
     from ctxkeeper.core.errors import CtxkeeperError
     from ctxkeeper.write.exchange import IMPORT_ACTOR, import_snapshot, summary_line
 
