@@ -95,14 +95,16 @@ def unseen(context_dir: str, path: str) -> bool:
     A ``stat`` answers while the file is untouched; a changed one is hashed, since git rewrites
     files with the same content on checkout.
     """
-    if _identity(path) is None:
+    identity = _identity(path)
+    if identity is None:
         return False
-    if _record(context_dir, path) is None:
+    record = _record(context_dir, path)
+    if record is None:
         return True
-    if untouched(context_dir, path):
+    if record.get("identity") == identity:
         return False
     data = fsutil.read_bytes(path)
-    return data is not None and not holds(context_dir, path, digest(data))
+    return data is not None and not _holds(record, digest(data))
 
 
 def untouched(context_dir: str, path: str) -> bool:
@@ -115,7 +117,10 @@ def untouched(context_dir: str, path: str) -> bool:
 
 def holds(context_dir: str, path: str, sha256: str) -> bool:
     """True when this clone wrote or imported bytes of this :func:`digest` at ``path``."""
-    record = _record(context_dir, path)
+    return _holds(_record(context_dir, path), sha256)
+
+
+def _holds(record: dict[str, JSONValue] | None, sha256: str) -> bool:
     return record is not None and sha256 in (record.get("sha256"), record.get("pending_sha256"))
 
 
