@@ -547,14 +547,14 @@ def find_secret(text: str) -> str | None:
 _ALL_HINTS: Final = tuple(sorted({hint for rule in _RULES for hint in rule.hints}))
 
 
-#: The rules that a gate pattern admits rather than hints.
-_GATED: Final = tuple(rule for rule in _RULES if rule.gate is not None)
+#: The rules that a gate pattern admits rather than hints, by their place in _RULES.
+_GATED: Final = tuple((index, rule) for index, rule in enumerate(_RULES) if rule.gate is not None)
 
 
 def _find_in(text: str) -> str | None:
     lowered = text.lower()
     present = {hint for hint in _ALL_HINTS if hint in lowered}
-    gated = {rule.kind for rule in _GATED if rule.gate is not None and rule.gate.search(lowered)}
+    gated = {index for index, rule in _GATED if rule.gate is not None and rule.gate.search(lowered)}
     return _matched(text, _candidates(present, gated))
 
 
@@ -563,19 +563,12 @@ _RULES_BY_HINT: Final = {
     hint: frozenset(index for index, rule in enumerate(_RULES) if hint in rule.hints)
     for hint in _ALL_HINTS
 }
-#: Each kind's rules, by their place in _RULES.
-_RULES_OF_KIND: Final = {
-    kind: frozenset(index for index, rule in enumerate(_RULES) if rule.kind == kind)
-    for kind in {rule.kind for rule in _RULES}
-}
 
 
-def _candidates(hints: Iterable[str], gated: Iterable[str]) -> list[_Rule]:
-    """The rules a text's hints and gated kinds call for, in their order in _RULES (the most
-    specific first)."""
-    indexes: set[int] = set()
-    for kind in gated:
-        indexes |= _RULES_OF_KIND[kind]
+def _candidates(hints: Iterable[str], gated: Iterable[int]) -> list[_Rule]:
+    """The rules a text's hints and the gates it holds (rules by place) call for, in their
+    order in _RULES (the most specific first)."""
+    indexes = set(gated)
     for hint in hints:
         indexes |= _RULES_BY_HINT[hint]
     return [_RULES[index] for index in sorted(indexes)]
@@ -618,24 +611,24 @@ def secret_kinds(texts: Iterable[str]) -> dict[str, str]:
     return found
 
 
-def _hinted(lowered: list[str]) -> dict[int, tuple[set[str], set[str]]]:
+def _hinted(lowered: list[str]) -> dict[int, tuple[set[str], set[int]]]:
     """The texts that hold at least one rule hint or gate, by index: the hints each holds
-    and the kinds whose gate it holds."""
+    and the rules (by place) whose gate it holds."""
     joined = _SEPARATOR.join(lowered)
     starts = list(itertools.accumulate((len(text) + 1 for text in lowered), initial=0))
-    hinted: dict[int, tuple[set[str], set[str]]] = {}
+    hinted: dict[int, tuple[set[str], set[int]]] = {}
     for hint in _ALL_HINTS:
         at = joined.find(hint)
         while at >= 0:
             index = bisect.bisect_right(starts, at) - 1
             hinted.setdefault(index, (set(), set()))[0].add(hint)
             at = joined.find(hint, starts[index + 1])  # on from the next text
-    for rule in _GATED:
+    for place, rule in _GATED:
         assert rule.gate is not None
         found = rule.gate.search(joined)
         while found is not None:
             index = bisect.bisect_right(starts, found.start()) - 1
-            hinted.setdefault(index, (set(), set()))[1].add(rule.kind)
+            hinted.setdefault(index, (set(), set()))[1].add(place)
             found = rule.gate.search(joined, starts[index + 1])
     return hinted
 
