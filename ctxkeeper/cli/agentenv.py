@@ -1,9 +1,11 @@
-"""Whether this process runs under a coding agent, so the human verbs can refuse there.
+"""Whether this process runs under a coding agent: the one check every CLI door asks.
 
 Claude Code sets ``CLAUDECODE``, ``AI_AGENT`` and ``CLAUDE_CODE_SESSION_ID`` in every command
 its Bash tool runs, and the ``claude`` process is among that command's ancestors. Either sign
-is enough. This stops an agent deciding its own proposals by accident or habit; it cannot
-stop one that sets out to defeat it from a shell running as the same user (README, "Review").
+is enough. Under an agent the human verbs refuse, and every other CLI write acts as the agent
+(:func:`cli_actor`), exactly as an MCP write does. This stops an agent deciding its own
+proposals, or writing in a person's name, by accident or habit; it cannot stop one that sets
+out to defeat it from a shell running as the same user (README, "Trust model").
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from typing import Final
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
+
+    from ctxkeeper.core._types import JSONObject
 
 AGENT_ENV_VARS: Final = ("CLAUDECODE", "AI_AGENT", "CLAUDE_CODE_SESSION_ID")
 AGENT_PROCESS_NAMES: Final = frozenset({"claude"})
@@ -38,6 +42,23 @@ def agent_signs(
         if name in AGENT_PROCESS_NAMES
     )
     return signs
+
+
+def cli_actor(environ: Mapping[str, str] | None = None, *, proc: str = "/proc") -> JSONObject:
+    """Who a CLI write acts as: the agent when :func:`agent_signs` finds one (its session id
+    where Claude Code gave it), else the person at the terminal.
+
+    The same check the human verbs refuse on, so no CLI verb writes in a person's name from an
+    agent's shell: ``add`` there records a proposal, and a change to an entry in force waits
+    for a person, as through MCP.
+    """
+    from ctxkeeper.write.verbs import agent_actor, user_actor
+
+    env = os.environ if environ is None else environ
+    if agent_signs(env, proc=proc):
+        session = env.get("CLAUDE_CODE_SESSION_ID")
+        return agent_actor(session[:255] if session else None)
+    return user_actor()
 
 
 def ancestors(pid: int, *, proc: str = "/proc") -> Iterator[tuple[int, str]]:

@@ -145,7 +145,11 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also register ctxkeeper's snapshot merge driver in this clone's git config",
     )
-    add = sub.add_parser("add", parents=[common], help="record an entry (origin: user)")
+    add = sub.add_parser(
+        "add",
+        parents=[common],
+        help="record an entry (a person's is active; under an agent, a proposal)",
+    )
     add.add_argument("kind", choices=KINDS)
     for field in _SCALAR_INPUTS:
         add.add_argument("--" + field.replace("_", "-"), dest=field, default=None)
@@ -345,10 +349,11 @@ def _clipped(word: str) -> str:
 _WORD_MAX = 240
 
 
-def _store(args: _Args) -> Store:
+def _store(args: _Args, writer: JSONObject | None = None) -> Store:
+    """The store ``--project-dir`` names; ``writer`` is who a write through it acts as."""
     from ctxkeeper.core.store import Store
 
-    store = Store.open(args.project_dir)
+    store = Store.open(args.project_dir, writer=writer)
     if args.command != "init":
         store.require()
     return store
@@ -413,9 +418,11 @@ def _prompt_missing(kind: str, fields: dict[str, object], ask: Callable[[str], s
 
 
 def _add(args: _Args) -> int:
-    from ctxkeeper.write.verbs import record_entry, user_actor
+    from ctxkeeper.cli.agentenv import cli_actor
+    from ctxkeeper.write.verbs import record_entry
 
-    store = _store(args)
+    actor = cli_actor()
+    store = _store(args, actor)
     given = vars(args)
     allowed = set(KIND_FIELDS[args.kind]) | {
         "scope",
@@ -446,7 +453,7 @@ def _add(args: _Args) -> int:
         store,
         args.kind,
         fields,
-        actor=user_actor(),
+        actor=actor,
         supersedes=list(supersedes) if isinstance(supersedes, list) else None,
     )
     lines = views.record_lines(result, _style(args), room=_room())
@@ -621,13 +628,16 @@ def _human(args: _Args) -> int:
 
 
 def _doctor(args: _Args) -> int:
+    from ctxkeeper.cli.agentenv import cli_actor
     from ctxkeeper.cli.doctor import run_doctor
-    from ctxkeeper.write.verbs import user_actor
 
-    store = _store(args)
+    # A repair journals the hand edits it finds as the actor's manual_edit: under an agent,
+    # as the agent's, never a person's.
+    actor = cli_actor()
+    store = _store(args, actor)
     if args.quality:
         return _doctor_quality(args, store)
-    report = run_doctor(store, actor=user_actor(), repair=args.repair)
+    report = run_doctor(store, actor=actor, repair=args.repair)
     if report.needs_confirmation:
         lines = [f"would lose: {item}" for item in report.would_lose]
         if args.json:
@@ -646,7 +656,7 @@ def _doctor(args: _Args) -> int:
             )
         print("\n".join(lines))
         _confirm("repair anyway (every replaced file is kept as a backup)?")
-        report = run_doctor(store, actor=user_actor(), repair=True, accept_loss=True)
+        report = run_doctor(store, actor=actor, repair=True, accept_loss=True)
     lines = [f"problem: {p}" for p in report.problems] + [f"note: {n}" for n in report.notes]
     lines += [f"backup: {b}" for b in report.backups]
     style = _style(args)

@@ -52,12 +52,14 @@ def drift(args: argparse.Namespace) -> int:
 
 
 def verify(args: argparse.Namespace) -> int:
+    from ctxkeeper.cli.agentenv import cli_actor
     from ctxkeeper.core.store import Store
     from ctxkeeper.read.render import visible
-    from ctxkeeper.write.verbs import user_actor, verify_entry
+    from ctxkeeper.write.verbs import verify_entry
 
-    store = Store.open(args.project_dir)
-    result = verify_entry(store, args.id, actor=user_actor())
+    actor = cli_actor()
+    store = Store.open(args.project_dir, writer=actor)
+    result = verify_entry(store, args.id, actor=actor)
     sha = result.get("verified_sha")
     where = f"at {str(sha)[:12]}" if sha else "(no git commit here: verified_sha stays empty)"
     return views.emit(args, result, f"verified {visible(str(result['id']))} {where}")

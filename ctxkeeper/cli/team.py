@@ -39,10 +39,11 @@ def add_parsers(
 
 
 def export(args: argparse.Namespace) -> int:
+    from ctxkeeper.cli.agentenv import cli_actor
     from ctxkeeper.core.store import Store
     from ctxkeeper.write.exchange import export_snapshot
 
-    store = Store.open(args.project_dir)
+    store = Store.open(args.project_dir, writer=cli_actor())
     if args.format != "snapshot":
         return _export_projection(args, store)
     result = export_snapshot(store, args.path)
@@ -64,12 +65,13 @@ def _export_projection(args: argparse.Namespace, store: Store) -> int:
 
 
 def import_(args: argparse.Namespace) -> int:
+    from ctxkeeper.cli.agentenv import cli_actor
     from ctxkeeper.core.store import Store
     from ctxkeeper.write.exchange import import_snapshot, summary_line
-    from ctxkeeper.write.verbs import user_actor
 
-    store = Store.open(args.project_dir)
-    report = import_snapshot(store, args.file, actor=user_actor(), fence="none")
+    actor = cli_actor()
+    store = Store.open(args.project_dir, writer=actor)
+    report = import_snapshot(store, args.file, actor=actor, fence="none")
     notes = report.get("notes")
     lines = [summary_line(report), *map(str, notes if isinstance(notes, list) else [])]
     return views.emit(args, report, "\n".join(lines))

@@ -440,7 +440,20 @@ def history_view(
 def record_lines(result: JSONObject, style: term.Style, *, room: int) -> list[str]:
     """What ``add`` prints: what was recorded, the entry, and any notes."""
     entry = result.get("entry")
-    lines = [style(f"recorded {render.visible(str(result.get('id')))}", "green")]
+    shown_id = render.visible(str(result.get("id")))
+    lines = [style(f"recorded {shown_id}", "green")]
+    if isinstance(entry, dict) and entry.get("status") == "proposed":
+        # Written from an agent's shell (ctxkeeper.cli.agentenv.cli_actor): the same proposal
+        # an MCP write makes, and said so, so neither the agent nor a person mistakes it.
+        lines[0] += " as a proposal: it awaits a person's review (`ctxkeeper review`)"
+    pending = result.get("pending_supersession")
+    for item in pending if isinstance(pending, list) else []:
+        if isinstance(item, dict):
+            old, change = (
+                render.visible(str(item.get("id"))),
+                render.visible(str(item.get("change"))),
+            )
+            lines.append(f"{old} stays in force until a person approves change {change}")
     if isinstance(entry, dict):
         lines.append(entry_view(entry, style, room=room))
     lines.extend(similar_lines(result))

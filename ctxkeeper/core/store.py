@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Final
 
-from ctxkeeper.core import fsutil, journal, journalfile, scopeindex, teamlog, times
+from ctxkeeper.core import fsutil, handedits, journal, journalfile, scopeindex, teamlog, times
 from ctxkeeper.core.config import Config, default_document, parse_config
 from ctxkeeper.core.documents import parse_document
 from ctxkeeper.core.errors import CorruptFileError, NotFoundError, StoreError
@@ -57,6 +57,7 @@ _WARNED: set[tuple[object, ...]] = set()
 #: Who a hand edit of ``entries.json`` is journaled as when a write finds it (DESIGN.md: a hand
 #: edit is recorded as ``manual_edit`` by ``user``); the editor's login is not knowable.
 HAND_EDIT_ACTOR: Final = MappingProxyType({"origin": "user", "user": None})
+_DOCTOR_FOUND: Final = "hand edit of entries.json found by doctor"
 _ENTRIES_MARKER: Final = b'\n  "entries": '
 _DIGEST_PLACEHOLDER: Final = "?" * 64
 _SEPARATORS: Final = (", ", ": ")
@@ -172,15 +173,19 @@ class PurgedError(NotFoundError):
 class Store:
     """One project's ``.context/`` directory. Build it with :meth:`Store.open`."""
 
-    def __init__(self, root: str, directory: str) -> None:
+    def __init__(self, root: str, directory: str, *, writer: JSONObject | None = None) -> None:
         self.root = root
         self.dir = directory
+        self.writer = writer
+        """Who this process writes as, set by the door (the MCP server and the hooks: the
+        agent; the CLI: :func:`ctxkeeper.cli.agentenv.cli_actor`). A hand edit a write finds is
+        journaled as this writer's (ctxkeeper.core.handedits); unset, as a person's."""
 
     @classmethod
-    def open(cls, project_dir: str | None = None) -> Store:
+    def open(cls, project_dir: str | None = None, *, writer: JSONObject | None = None) -> Store:
         """Locate the project root (see :func:`find_root`) and check the store is safe to use."""
         root = find_root(project_dir)
-        store = cls(root, context_dir(root))
+        store = cls(root, context_dir(root), writer=writer)
         for name in (ENTRIES_FILE, JOURNAL_FILE, CONFIG_FILE, LOCK_FILE, CACHE_DIR):
             fsutil.check_not_link(store.path(name))
         return store
@@ -397,9 +402,12 @@ class Store:
         with fsutil.exclusive_lock(self.path(LOCK_FILE)):
             state, behind, deferred = self._recovered()
             manual: list[JSONObject] = []
+            held: dict[str, tuple[JSONObject, dict[str, JSONValue]]] = {}
             if state.hand_edited or audit_actor is not None:
-                manual = self._hand_edit_events(state, audit_actor)
+                manual, held = self._hand_edit_events(state, audit_actor, config.review)
             txn = Transaction(state, config, manual, read_journal=self.read_journal)
+            if held:
+                _hold_for_review(txn, held, dict(audit_actor or self.writer or HAND_EDIT_ACTOR))
             yield txn
             plain = not (
                 manual or txn.redact or txn.snapshot_read or txn.gate or audit_actor is not None
@@ -525,8 +533,11 @@ class Store:
         caught = self._caught_up(state, view)
         return caught, caught is not state, None
 
-    def _hand_edit_events(self, state: State, actor: JSONObject | None) -> list[JSONObject]:
-        """One ``manual_edit`` per entry that differs from the journal's fold."""
+    def _hand_edit_events(
+        self, state: State, actor: JSONObject | None, policy: str
+    ) -> tuple[list[JSONObject], dict[str, tuple[JSONObject, dict[str, JSONValue]]]]:
+        """One ``manual_edit`` per entry that differs from the journal's fold and applies as
+        found; and the entries whose edit waits for a person (their fold, the edited fields)."""
         folded: dict[str, JSONObject] = {}
         journal.fold(self.read_journal(), folded)
         changed = sorted(
@@ -534,24 +545,27 @@ class Store:
             for entry_id in set(state.entries) | set(folded)
             if state.entries.get(entry_id) != folded.get(entry_id)
         )
-        at = times.now_iso()
-        reason = (
-            "hand edit of entries.json found by doctor"
-            if actor is not None
-            else "hand edit of entries.json found before a write"
+        editor = dict(actor or self.writer or HAND_EDIT_ACTOR)
+        sorted_out = handedits.plan(
+            state.entries, folded, changed, by_agent=editor.get("origin") == "agent", policy=policy
         )
-        return [
+        at = times.now_iso()
+        manual = [
             journal.make_event(
                 op="manual_edit",
                 entry_id=entry_id,
                 before=folded.get(entry_id),
-                after=state.entries.get(entry_id),
-                actor=dict(actor if actor is not None else HAND_EDIT_ACTOR),
-                reason=reason,
+                after=after,
+                actor=editor,
+                reason=_DOCTOR_FOUND if actor and reason == handedits.FOUND_REASON else reason,
                 at=at,
             )
-            for entry_id in changed
+            for entry_id, (after, reason) in sorted_out.applied.items()
         ]
+        held = {
+            entry_id: (folded[entry_id], fields) for entry_id, fields in sorted_out.held.items()
+        }
+        return manual, held
 
     def _commit(
         self,
@@ -619,6 +633,27 @@ class Store:
         self._remember_written(state, digest, lines)
         # The hooks' per-edit index follows every write (they never parse the whole store).
         scopeindex.refresh(self.dir, state.entries.values())
+
+
+def _hold_for_review(
+    txn: Transaction, held: dict[str, tuple[JSONObject, dict[str, JSONValue]]], actor: JSONObject
+) -> None:
+    """Stage each held hand edit as the agent's pending update of the entry's journaled value
+    (what ``update_entry`` would have proposed), ahead of the write's own events."""
+    from ctxkeeper.core.changes import propose  # changes imports this module's Transaction
+
+    at = times.now_iso()
+    for entry_id, (folded, fields) in sorted(held.items()):
+        txn.entries[entry_id] = folded
+        propose(
+            txn,
+            entry_id,
+            "update",
+            {"fields": fields},
+            actor=dict(actor),
+            reason=handedits.HELD_REASON,
+            at=at,
+        )
 
 
 def _fold(records: list[JSONObject], state: State) -> None:

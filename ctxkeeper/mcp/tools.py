@@ -154,9 +154,11 @@ def _refuse_nul(arguments: JSONObject, prefix: str = "") -> None:
 
 def _open(arguments: JSONObject, default_dir: str | None) -> Store:
     from ctxkeeper.core.store import Store
+    from ctxkeeper.write.verbs import agent_actor
 
     _refuse_nul(arguments)
-    store = Store.open(str(arguments.get("project_dir") or "") or default_dir)
+    project = str(arguments.get("project_dir") or "") or default_dir
+    store = Store.open(project, writer=agent_actor())
     store.require()
     return store
 

@@ -71,7 +71,9 @@ def _fit(lines: list[str], room: int) -> list[str]:
 def _open(ctx: HookContext) -> Store:
     from ctxkeeper.core.store import Store
 
-    return Store.open(ctx.root)
+    # A hook runs inside the agent's session: what it finds written by hand is not a person's.
+    session = ctx.text("session_id", required=False)
+    return Store.open(ctx.root, writer={"origin": "agent", "session_id": session})
 
 
 def session_start(ctx: HookContext) -> JSONObject | None:
