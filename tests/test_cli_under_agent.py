@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ctxkeeper.core._types import JSONObject
 
 AGENT = {"CLAUDECODE": "1", "AI_AGENT": "claude-code", "CLAUDE_CODE_SESSION_ID": "sess-42"}
 PERSON_RULE = (
@@ -50,7 +50,7 @@ SOFTER_RULE = (
 
 def cli(
     project: str, *argv: str, env: dict[str, str], prefix: list[str] | None = None
-) -> JSONObject:
+) -> Any:  # the CLI's JSON, read field by field
     """Run ``ctxkeeper ARGV --json`` and return its JSON (the exit status must be 0)."""
     done = subprocess.run(
         [*(prefix or []), sys.executable, "-m", "ctxkeeper", *argv, "--json"],
@@ -63,8 +63,7 @@ def cli(
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    data: JSONObject = json.loads(done.stdout)
-    return data
+    return json.loads(done.stdout)
 
 
 def person_rule(store: Store) -> str:
@@ -74,8 +73,16 @@ def person_rule(store: Store) -> str:
     return str(result["id"])
 
 
+def entry(store: Store, entry_id: str) -> Any:  # a stored entry, read field by field
+    return store.get(entry_id)
+
+
+def history(store: Store, entry_id: str) -> Any:  # journal records
+    return store.history(entry_id)
+
+
 def origins(store: Store, entry_id: str) -> list[tuple[str, str]]:
-    return [(str(r["op"]), str(r["actor"]["origin"])) for r in store.history(entry_id)]
+    return [(str(r["op"]), str(r["actor"]["origin"])) for r in history(store, entry_id)]
 
 
 @pytest.mark.slow
@@ -95,14 +102,14 @@ class TestAddUnderAnAgent:
             env=agent_env,
         )
         new = str(result["id"])
-        entry = store.get(new)
-        assert (entry["status"], entry["origin"]) == ("proposed", "agent")
-        rule = store.get(old)
+        made = entry(store, new)
+        assert (made["status"], made["origin"]) == ("proposed", "agent")
+        rule = entry(store, old)
         assert rule["status"] == "active"
         assert rule["hardness"] == "hard"
         assert [c["op"] for c in rule["pending_changes"]] == ["supersede"]
         assert origins(store, new) == [("record", "agent")]
-        assert store.history(new)[0]["actor"]["session_id"] == "sess-42"
+        assert history(store, new)[0]["actor"]["session_id"] == "sess-42"
         review = cli(store.root, "review", "--project-dir", store.root, env=agent_env)
         assert new in [item["id"] for item in review["results"]]
         # Control: the same command from a person's terminal supersedes at once.
@@ -117,8 +124,8 @@ class TestAddUnderAnAgent:
             store.root,
             env=person_env(),
         )
-        assert store.get(str(mine["id"]))["status"] == "active"
-        assert store.get(old)["status"] == "superseded"
+        assert entry(store, str(mine["id"]))["status"] == "active"
+        assert entry(store, old)["status"] == "superseded"
 
     def test_a_claude_ancestor_alone_makes_it_the_agent(self, store: Store, tmp_path: Path) -> None:
         require_person_ancestry()
@@ -133,9 +140,9 @@ class TestAddUnderAnAgent:
             env=person_env(),
             prefix=[launcher],
         )
-        assert store.get(str(under["id"]))["status"] == "proposed"
+        assert entry(store, str(under["id"]))["status"] == "proposed"
         plain = person_rule(store)
-        assert store.get(plain)["status"] == "active"
+        assert entry(store, plain)["status"] == "active"
         assert origins(store, plain) == [("record", "user")]
 
     def test_the_text_output_says_it_awaits_a_person(self, store: Store) -> None:
@@ -204,13 +211,13 @@ class TestOtherWritesUnderAnAgent:
             check=False,
         )
         assert done.returncode in (0, 1), done.stderr
-        held = store.get(rule)
+        held = entry(store, rule)
         assert held["hardness"] == "hard"
         assert held["status"] == "active"
         [change] = held["pending_changes"]
         assert change["fields"] == {"hardness": "soft"}
         assert change["actor"]["origin"] == "agent"
-        assert store.get(str(proposal))["status"] == "proposed"
+        assert entry(store, str(proposal))["status"] == "proposed"
         assert all(origin == "agent" for op, origin in origins(store, str(proposal))[1:])
         # Control: the same hand edit by a person, found by their own doctor, applies as theirs.
         with open(path, encoding="utf-8") as handle:
@@ -218,7 +225,7 @@ class TestOtherWritesUnderAnAgent:
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(text.replace('"hardness": "hard"', '"hardness": "soft"', 1))
         cli(store.root, "doctor", "--repair", "--project-dir", store.root, env=person_env())
-        assert store.get(rule)["hardness"] == "soft"
+        assert entry(store, rule)["hardness"] == "soft"
         assert origins(store, rule)[-1] == ("manual_edit", "user")
 
     def test_a_hand_edit_found_by_the_mcp_server_waits_for_a_person(self, store: Store) -> None:
@@ -237,7 +244,7 @@ class TestOtherWritesUnderAnAgent:
         finally:
             server.close()
         assert not result.get("isError"), result
-        held = store.get(rule)
+        held = entry(store, rule)
         assert held["scope"] == ["src/billing"]
         assert [c["fields"] for c in held["pending_changes"]] == [{"scope": []}]
         assert origins(store, rule)[-1] == ("verify", "agent")
