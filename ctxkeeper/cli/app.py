@@ -19,7 +19,7 @@ from ctxkeeper.core.errors import (
     UsageError,
     ValidationError,
 )
-from ctxkeeper.core.model import KIND_FIELDS, KINDS, STATUSES, TEXT_FIELDS
+from ctxkeeper.core.model import EDITABLE_FIELDS, KIND_FIELDS, KINDS, STATUSES, TEXT_FIELDS
 from ctxkeeper.read import render
 
 TYPE_CHECKING = False
@@ -638,19 +638,25 @@ def _plan_lines(planned: Plan) -> list[str]:
         if item.get("change") is None or item.get("action") == "supersede":
             now = review.shown_entry(planned, str(item["id"]))
             if now is not None:
-                lines.extend("    " + line for line in render.block(now).splitlines()[1:])
+                fields = EDITABLE_FIELDS.get(str(now.get("kind")), ())
+                shown = render.block(now, fields=fields).splitlines()[1:]
+                lines.extend("    " + line for line in shown)
     return lines
 
 
 def _stale_message(args: _Args, planned: Plan, exc: StaleVerdictError) -> str:
-    from ctxkeeper.cli import review
+    from ctxkeeper.cli import verdicts
 
-    now = exc.now if isinstance(exc.now, dict) else {}
-    changed = review.what_changed(planned.subjects.get(exc.token, {}), now)
+    changed = verdicts.what_changed(planned.subjects.get(exc.token, {}), exc.now)
     again = " ".join([f"ctxkeeper {args.command}", *_again_arguments(args)])
+    done = _PAST[args.command]
     return "\n".join(
         [
-            f"not {_PAST[args.command]}: {exc}. What changed while the question waited:",
+            (
+                f"not {done}: {render.visible(exc.token)} changed after it was shown to you, so "
+                f"your answer would have {done} a version you did not see; nothing was written. "
+                "What changed while the question waited:"
+            ),
             *(changed or ["  (what it decides is no longer the same)"]),
             f"Run `{again}` again to see the version it holds now and decide that one.",
         ]

@@ -4,20 +4,19 @@ That absence is the gate (DESIGN.md: "the gate is structural, not a flag"): an a
 code path to these verbs, and a test asserts the server's import graph never reaches here.
 Approve and reject decide proposed entries and pending changes (:mod:`ctxkeeper.core.changes`).
 
-A verdict binds to what the person was shown (:func:`verdict_digest`, taken when it was shown):
+A verdict binds to what the person was shown (:mod:`ctxkeeper.cli.verdicts`, taken when shown):
 given ``shown``, :func:`decide` applies only if everything it decides still has that digest
 under the store lock, and otherwise refuses it as stale, writing nothing.
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Final
 
+from ctxkeeper.cli import verdicts
 from ctxkeeper.core import times
 from ctxkeeper.core.changes import (
-    FIELD,
     changes_of,
     find_change,
     is_change_id,
@@ -25,8 +24,7 @@ from ctxkeeper.core.changes import (
     supersessions_by,
     without_change,
 )
-from ctxkeeper.core.errors import NotFoundError, StaleVerdictError, StateError, UsageError
-from ctxkeeper.core.journal import canonical
+from ctxkeeper.core.errors import NotFoundError, StateError, UsageError
 from ctxkeeper.core.model import (
     LIVE_STATUSES,
     TOMBSTONE_STATUSES,
@@ -77,15 +75,16 @@ def decide(
     :param dry_run: validate against the current store and describe what would happen,
         writing nothing (the CLI shows this before it asks ``[y/N]``; :func:`plan` also
         returns what the person is shown, to bind the verdict to).
-    :param shown: each id's :func:`verdict_digest` when the person was shown it; under the
-        lock, an id whose digest moved (or is missing) raises :class:`StaleVerdictError`.
+    :param shown: each id's :func:`~ctxkeeper.cli.verdicts.verdict_digest` when the person was
+        shown it; under the lock, an id whose digest moved (or is missing) raises
+        :class:`~ctxkeeper.core.errors.StaleVerdictError` and nothing is written.
     """
     if dry_run:
         return plan(store, verb, ids, actor=actor, reason=reason).items
     why, run, at = _prepared(verb, ids, reason)
     with store.transaction() as tx:
         if shown is not None:
-            _require_as_shown(tx.entries, verb, ids, shown)
+            verdicts.require_as_shown(tx.entries, verb, ids, shown)
         return run(tx, ids, actor, why, at)
 
 
@@ -96,12 +95,13 @@ class Plan:
     items: list[JSONObject]
     """What :func:`decide` would return, from a dry run."""
     subjects: dict[str, JSONObject]
-    """Each id's :func:`verdict_subject`, from the same read of the store as ``items``."""
+    """Each id's :func:`~ctxkeeper.cli.verdicts.verdict_subject`, from the same read of the
+    store as ``items``."""
 
     @property
     def shown(self) -> dict[str, str]:
         """The digests to pass to :func:`decide` as ``shown``."""
-        return {token: _digest(subject) for token, subject in self.subjects.items()}
+        return {token: verdicts.subject_digest(s) for token, s in self.subjects.items()}
 
 
 def plan(store: Store, verb: str, ids: list[str], *, actor: JSONObject, reason: str = "") -> Plan:
@@ -110,8 +110,17 @@ def plan(store: Store, verb: str, ids: list[str], *, actor: JSONObject, reason: 
     store.require()
     dry = Transaction(store.load(), store.config(), read_journal=store.read_journal)
     # Taken before the dry run stages anything: what the person is shown is the store as read.
-    subjects = {token: verdict_subject(dry.entries, token) for token in ids}
+    subjects = {token: verdicts.verdict_subject(dry.entries, token) for token in ids}
     return Plan(run(dry, ids, actor, why, at), subjects)
+
+
+def shown_entry(planned: Plan, entry_id: str) -> Mapping[str, JSONValue] | None:
+    """The entry ``entry_id`` as the plan's read of the store held it, if the plan decides it."""
+    for subject in planned.subjects.values():
+        found = verdicts.parts(subject).get(entry_id)
+        if found is not None:
+            return found
+    return None
 
 
 def _prepared(
@@ -123,119 +132,6 @@ def _prepared(
         raise UsageError(f"{verb} needs at least one id")
     why = _reason(reason, verb) if verb in ("reject", "purge") else reason.strip()
     return why, _DECIDERS[verb], times.now_iso()
-
-
-# -- what a verdict binds to ------------------------------------------------------------
-
-#: Left out of what a verdict binds to: the entry's other pending changes (each is decided by
-#: its own verdict) and a verification, which changes no text (the agent may verify directly).
-_UNBOUND: Final = frozenset({FIELD, "verified_at", "verified_sha"})
-
-
-def verdict_digest(entries: Mapping[str, JSONObject], token: str) -> str:
-    """The digest a verdict on ``token`` binds to: sha256 of the canonical JSON of
-    :func:`verdict_subject`. Take it from the entries the person's screen was drawn from."""
-    return _digest(verdict_subject(entries, token))
-
-
-def _digest(subject: JSONObject) -> str:
-    return hashlib.sha256(canonical(subject)).hexdigest()
-
-
-def verdict_subject(entries: Mapping[str, JSONObject], token: str) -> JSONObject:
-    """What a verdict on ``token`` decides, as ``entries`` hold it: the entry, the pending change
-    the token names (an entry id names its one pending change, unless the entry is proposed),
-    and every other entry that verdict writes: the supersessions a successor's approval applies
-    (or its rejection drops), and the successor a supersession's approval makes active.
-    Similar entries shown next to it are context, not part of it."""
-    entry_id, change = _target(entries, token)
-    subject: JSONObject = {"token": token, "entry": _bound(entries.get(entry_id or ""))}
-    successor = entry_id
-    if change is not None:
-        subject["change"] = change
-        if change.get("op") == "supersede":
-            successor = str(change.get("successor"))
-            subject["successor"] = _bound(entries.get(successor))
-        else:
-            return subject
-    subject["supersedes"] = [
-        {"change": found, "entry": _bound(entries.get(old_id))}
-        for old_id, found in supersessions_by(entries.values(), successor or "")
-    ]
-    return subject
-
-
-def _target(entries: Mapping[str, JSONObject], token: str) -> tuple[str | None, JSONObject | None]:
-    if is_change_id(token):
-        try:
-            return find_change(entries.values(), token)
-        except UsageError:
-            return None, None
-    entry = entries.get(token)
-    if entry is None or entry.get("status") == "proposed":
-        return token, None
-    waiting = changes_of(entry)
-    return token, waiting[0] if len(waiting) == 1 else None
-
-
-def _bound(entry: Mapping[str, JSONValue] | None) -> JSONValue:
-    if entry is None:
-        return None
-    return {key: value for key, value in entry.items() if key not in _UNBOUND}
-
-
-def shown_entry(planned: Plan, entry_id: str) -> Mapping[str, JSONValue] | None:
-    """The entry ``entry_id`` as the plan's read of the store held it, if the plan decides it."""
-    for subject in planned.subjects.values():
-        found = _parts(subject).get(entry_id)
-        if found is not None:
-            return found
-    return None
-
-
-def _require_as_shown(
-    entries: Mapping[str, JSONObject], verb: str, ids: list[str], shown: Mapping[str, str]
-) -> None:
-    for token in ids:
-        now = verdict_subject(entries, token)
-        if shown.get(token) != _digest(now):
-            raise StaleVerdictError(verb, token, now)
-
-
-def what_changed(before: JSONObject, after: JSONObject) -> list[str]:
-    """How a verdict's subject moved, for the person: a field diff of each entry and change
-    in it, under its id."""
-    old, new = _parts(before), _parts(after)
-    lines: list[str] = []
-    for name in [*old, *(key for key in new if key not in old)]:
-        if name not in new:
-            lines.append(f"{render.visible(name)}: no longer stored or no longer waiting")
-            continue
-        diff = render.field_diff(old.get(name), new[name])
-        if diff or name not in old:
-            lines.append(f"{render.visible(name)}:" + ("" if name in old else " (new)"))
-            lines.extend(diff)
-    return lines
-
-
-def _parts(subject: JSONObject) -> dict[str, Mapping[str, JSONValue]]:
-    """The entries and changes of a subject by id (a change's fields flattened to its own)."""
-    found: dict[str, Mapping[str, JSONValue]] = {}
-    pairs: list[JSONValue] = [subject]
-    supersedes = subject.get("supersedes")
-    if isinstance(supersedes, list):
-        pairs.extend(supersedes)
-    for pair in pairs:
-        if not isinstance(pair, dict):
-            continue
-        for key in ("entry", "successor", "change"):
-            value = pair.get(key)
-            if not isinstance(value, dict):
-                continue
-            name = str(value.get("change") if key == "change" else value.get("id"))
-            fields = value.get("fields")
-            found[name] = {**value, **fields} if isinstance(fields, dict) else value
-    return found
 
 
 def approve(

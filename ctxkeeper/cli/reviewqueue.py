@@ -29,7 +29,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Final
 
-from ctxkeeper.cli import review, reviewscreen, term
+from ctxkeeper.cli import review, reviewscreen, term, verdicts
 from ctxkeeper.core.changes import awaiting_decision
 from ctxkeeper.core.errors import CtxkeeperError, StaleVerdictError, UsageError
 from ctxkeeper.core.model import editable_view
@@ -142,8 +142,8 @@ class _Queue:
                 _write("\n".join(reviewscreen.lay_out(lines, self.room, self.style)) + "\n")
                 # A verdict binds to this screen, taken from the same read of the store.
                 seen = _Seen(
-                    review.verdict_digest(entries, item.target),
-                    review.verdict_subject(entries, item.target),
+                    verdicts.verdict_digest(entries, item.target),
+                    verdicts.verdict_subject(entries, item.target),
                 )
             show = False
             keys = "[a]pprove [r]eject [e]dit [s]kip [q]uit > "
@@ -191,13 +191,12 @@ class _Queue:
                 shown={item.target: seen.digest},
             )
         except StaleVerdictError as exc:
-            now = exc.now if isinstance(exc.now, dict) else {}
             self.say(
                 f"not {_DONE[verb]}: {render.visible(item.target)} changed while you read it, "
                 "so nothing was written. What changed:",
                 "danger",
             )
-            for line in review.what_changed(seen.subject, now):
+            for line in verdicts.what_changed(seen.subject, exc.now):
                 self.say(render.visible(line, multiline=True), _DIFF_ROLES.get(line[:4], ""))
             self.say("It is shown again below as it stands now: decide that version.", "warn")
             return "stale"

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ctxkeeper.core._types import JSONObject
+
 
 class CtxkeeperError(Exception):
     """Base class of every error ctxkeeper raises on purpose.
@@ -126,7 +130,7 @@ class StaleVerdictError(StateError):
 
     code = "stale_verdict"
 
-    def __init__(self, verb: str, token: str, now: object) -> None:
+    def __init__(self, verb: str, token: str, now: JSONObject) -> None:
         self.verb = verb
         self.token = token
         self.now = now
