@@ -1,11 +1,24 @@
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 
 from ctxkeeper.cli import review
-from ctxkeeper.core.errors import PreviouslyRejectedError, StateError, UsageError
+from ctxkeeper.core.errors import (
+    PreviouslyRejectedError,
+    StaleVerdictError,
+    StateError,
+    UsageError,
+)
 from ctxkeeper.core.store import Store
-from ctxkeeper.write.verbs import agent_actor, record_entry, update_entry, user_actor
+from ctxkeeper.write.verbs import (
+    agent_actor,
+    record_entry,
+    update_entry,
+    user_actor,
+    verify_entry,
+)
 from tests.conftest import constraint_fields, decision_fields
 
 USER = user_actor()
@@ -108,3 +121,79 @@ class TestDecidingChanges:
         assert store.get(successor)["status"] == "proposed"
         with pytest.raises(UsageError, match="neither an entry id"):
             review.decide(store, "approve", ["chg-x"], actor=USER, dry_run=True)
+
+
+class TestVerdictBinding:
+    """A verdict applies only to what the person was shown (issue 22, section 3)."""
+
+    SWAP: ClassVar = {"rule": "Charges may be retried without an idempotency key", "scope": []}
+
+    @pytest.mark.parametrize(
+        ("verb", "reason"),
+        [
+            pytest.param("approve", "", id="approve"),
+            pytest.param("reject", "We key charges by order id instead.", id="reject"),
+            pytest.param("purge", "Recorded by mistake during a demo.", id="purge"),
+        ],
+    )
+    def test_a_verdict_on_a_moved_proposal_is_stale_and_writes_nothing(
+        self, store: Store, verb: str, reason: str
+    ) -> None:
+        entry_id = proposed(store)
+        shown = review.plan(store, verb, [entry_id], actor=USER, reason=reason).shown
+        update_entry(store, entry_id, self.SWAP, "the agent rewords it", actor=agent_actor())
+        journal = store.read_journal()
+        with pytest.raises(StaleVerdictError, match="changed after it was shown") as caught:
+            review.decide(store, verb, [entry_id], actor=USER, reason=reason, shown=shown)
+        assert store.read_journal() == journal
+        assert store.get(entry_id)["status"] == "proposed"
+        now = caught.value.now["entry"]
+        assert isinstance(now, dict)
+        assert now["rule"] == self.SWAP["rule"]
+        # Control: shown again, the verdict on the version it holds now applies.
+        shown = review.plan(store, verb, [entry_id], actor=USER, reason=reason).shown
+        review.decide(store, verb, [entry_id], actor=USER, reason=reason, shown=shown)
+        assert store.read_journal()[-1]["op"] == verb
+
+    def test_a_verification_or_another_proposal_leaves_a_change_as_shown(
+        self, store: Store
+    ) -> None:
+        rule = str(record_entry(store, "constraint", constraint_fields(), actor=USER)["id"])
+        agent = agent_actor()
+        change = str(
+            update_entry(store, rule, {"hardness": "soft"}, "soft is enough here", actor=agent)[
+                "change"
+            ]
+        )
+        shown = review.plan(store, "approve", [change], actor=USER).shown
+        verify_entry(store, rule, actor=agent)
+        update_entry(store, rule, {"tags": ["billing"]}, "tag it for the team", actor=agent)
+        review.decide(store, "approve", [change], actor=USER, shown=shown)
+        assert store.get(rule)["hardness"] == "soft"
+        # Control: a change to the live entry a change applies to does stale it.
+        later = str(
+            update_entry(store, rule, {"tags": ["payments"]}, "tag it for payments", actor=agent)[
+                "change"
+            ]
+        )
+        shown = review.plan(store, "approve", [later], actor=USER).shown
+        update_entry(store, rule, {"hardness": "hard"}, "the person hardens it again", actor=USER)
+        with pytest.raises(StaleVerdictError, match=later):
+            review.decide(store, "approve", [later], actor=USER, shown=shown)
+
+    def test_an_id_that_was_not_shown_is_not_decided(self, store: Store) -> None:
+        first, second = proposed(store), proposed(store, webhook_rule())
+        shown = review.plan(store, "approve", [first], actor=USER).shown
+        with pytest.raises(StaleVerdictError, match=second):
+            review.decide(store, "approve", [first, second], actor=USER, shown=shown)
+        assert store.get(first)["status"] == "proposed"
+        review.decide(store, "approve", [first], actor=USER, shown=shown)
+        assert store.get(first)["status"] == "active"
+
+
+def webhook_rule() -> dict[str, object]:
+    return constraint_fields(
+        rule="Webhook deliveries are retried with exponential backoff",
+        reason="Partners rate-limit bursts; a flat retry loop got us blocked for a whole day.",
+        scope=["src/webhooks/"],
+    )

@@ -15,16 +15,18 @@ from ctxkeeper.core.errors import (
     BelowFloorError,
     CtxkeeperError,
     SecretDetectedError,
+    StaleVerdictError,
     UsageError,
     ValidationError,
 )
-from ctxkeeper.core.model import KIND_FIELDS, KINDS, STATUSES, TEXT_FIELDS
+from ctxkeeper.core.model import EDITABLE_FIELDS, KIND_FIELDS, KINDS, STATUSES, TEXT_FIELDS
 from ctxkeeper.read import render
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from ctxkeeper.cli.review import Plan
     from ctxkeeper.core._types import JSONObject
     from ctxkeeper.core.store import Store
 
@@ -604,11 +606,17 @@ def _human(args: _Args) -> int:
     ids = list(args.ids) if args.command in ("approve", "reject") else [args.id]
     reason = args.reason or ""
     # Validate every id and the reason first (a dry run), so the question comes last.
-    planned = review.decide(store, args.command, ids, actor=actor, reason=reason, dry_run=True)
+    planned = review.plan(store, args.command, ids, actor=actor, reason=reason)
     # With --json the plan and the question go to stderr: stdout holds only the JSON.
-    print("\n".join(str(item["text"]) for item in planned), file=sys.stderr if args.json else None)
+    print("\n".join(_plan_lines(planned)), file=sys.stderr if args.json else None)
     _confirm(f"{args.command} as listed above?", _asker(args))
-    done = review.decide(store, args.command, ids, actor=actor, reason=reason)
+    try:
+        # Bound to what was listed: if any of it moved while the question waited, no `y` for it.
+        done = review.decide(
+            store, args.command, ids, actor=actor, reason=reason, shown=planned.shown
+        )
+    except StaleVerdictError as exc:
+        _fail(_stale_message(args, planned, exc))
     lines = []
     for item in done:
         entry = item["entry"]
@@ -625,6 +633,52 @@ def _human(args: _Args) -> int:
         lines += found
         data["report"] = list(found)
     return views.emit(args, data, "\n".join(lines))
+
+
+def _plan_lines(planned: Plan) -> list[str]:
+    """What a human verb is about to do, each entry it decides shown whole as it stands."""
+    from ctxkeeper.cli import review
+
+    lines: list[str] = []
+    for item in planned.items:
+        lines.extend(str(item["text"]).splitlines())
+        if item.get("change") is None or item.get("action") == "supersede":
+            now = review.shown_entry(planned, str(item["id"]))
+            if now is not None:
+                fields = EDITABLE_FIELDS.get(str(now.get("kind")), ())
+                shown = render.block(now, fields=fields).splitlines()[1:]
+                lines.extend("    " + line for line in shown)
+    return lines
+
+
+def _stale_message(args: _Args, planned: Plan, exc: StaleVerdictError) -> str:
+    from ctxkeeper.cli import verdicts
+
+    changed = verdicts.what_changed(planned.subjects.get(exc.token, {}), exc.now)
+    again = " ".join([f"ctxkeeper {args.command}", *_again_arguments(args)])
+    done = _PAST[args.command]
+    return "\n".join(
+        [
+            (
+                f"not {done}: {render.visible(exc.token)} changed after it was shown to you, so "
+                f"your answer would have {done} a version you did not see; nothing was written. "
+                "What changed while the question waited:"
+            ),
+            *(changed or ["  (what it decides is no longer the same)"]),
+            f"Run `{again}` again to see the version it holds now and decide that one.",
+        ]
+    )
+
+
+_PAST = {"approve": "approved", "reject": "rejected", "lift": "lifted", "purge": "purged"}
+
+
+def _again_arguments(args: _Args) -> list[str]:
+    import shlex
+
+    ids = list(args.ids) if args.command in ("approve", "reject") else [args.id]
+    reason = ["--reason", shlex.quote(args.reason or "...")]
+    return [*ids, *(reason if args.command in ("reject", "purge") else [])]
 
 
 def _doctor(args: _Args) -> int:

@@ -3,12 +3,18 @@
 That absence is the gate (DESIGN.md: "the gate is structural, not a flag"): an agent has no
 code path to these verbs, and a test asserts the server's import graph never reaches here.
 Approve and reject decide proposed entries and pending changes (:mod:`ctxkeeper.core.changes`).
+
+A verdict binds to what the person was shown (:mod:`ctxkeeper.cli.verdicts`, taken when shown):
+given ``shown``, :func:`decide` applies only if everything it decides still has that digest
+under the store lock, and otherwise refuses it as stale, writing nothing.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Final
 
+from ctxkeeper.cli import verdicts
 from ctxkeeper.core import times
 from ctxkeeper.core.changes import (
     changes_of,
@@ -58,6 +64,7 @@ def decide(
     actor: JSONObject,
     reason: str = "",
     dry_run: bool = False,
+    shown: Mapping[str, str] | None = None,
 ) -> list[JSONObject]:
     """Run a human verb on entry or change ids in one transaction; return what it did.
 
@@ -66,21 +73,65 @@ def decide(
     update, for the person deciding). Any refused id refuses them all and nothing is written.
 
     :param dry_run: validate against the current store and describe what would happen,
-        writing nothing (the CLI shows this before it asks ``[y/N]``).
+        writing nothing (the CLI shows this before it asks ``[y/N]``; :func:`plan` also
+        returns what the person is shown, to bind the verdict to).
+    :param shown: each id's :func:`~ctxkeeper.cli.verdicts.verdict_digest` when the person was
+        shown it; under the lock, an id whose digest moved (or is missing) raises
+        :class:`~ctxkeeper.core.errors.StaleVerdictError` and nothing is written.
     """
+    if dry_run:
+        return plan(store, verb, ids, actor=actor, reason=reason).items
+    why, run, at = _prepared(verb, ids, reason)
+    with store.transaction() as tx:
+        if shown is not None:
+            verdicts.require_as_shown(tx.entries, verb, ids, shown)
+        return run(tx, ids, actor, why, at)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a verdict would do, as the person is shown it before they answer."""
+
+    items: list[JSONObject]
+    """What :func:`decide` would return, from a dry run."""
+    subjects: dict[str, JSONObject]
+    """Each id's :func:`~ctxkeeper.cli.verdicts.verdict_subject`, from the same read of the
+    store as ``items``."""
+
+    @property
+    def shown(self) -> dict[str, str]:
+        """The digests to pass to :func:`decide` as ``shown``."""
+        return {token: verdicts.subject_digest(s) for token, s in self.subjects.items()}
+
+
+def plan(store: Store, verb: str, ids: list[str], *, actor: JSONObject, reason: str = "") -> Plan:
+    """Validate a verdict against the store as it is and describe it, writing nothing."""
+    why, run, at = _prepared(verb, ids, reason)
+    store.require()
+    dry = Transaction(store.load(), store.config(), read_journal=store.read_journal)
+    # Taken before the dry run stages anything: what the person is shown is the store as read.
+    subjects = {token: verdicts.verdict_subject(dry.entries, token) for token in ids}
+    return Plan(run(dry, ids, actor, why, at), subjects)
+
+
+def shown_entry(planned: Plan, entry_id: str) -> Mapping[str, JSONValue] | None:
+    """The entry ``entry_id`` as the plan's read of the store held it, if the plan decides it."""
+    for subject in planned.subjects.values():
+        found = verdicts.parts(subject).get(entry_id)
+        if found is not None:
+            return found
+    return None
+
+
+def _prepared(
+    verb: str, ids: list[str], reason: str
+) -> tuple[str, Callable[[Transaction, list[str], JSONObject, str, str], list[JSONObject]], str]:
     if verb not in HUMAN_VERBS:
         raise UsageError(f"{verb!r} is not a human verb; use one of {', '.join(HUMAN_VERBS)}")
     if not ids:
         raise UsageError(f"{verb} needs at least one id")
     why = _reason(reason, verb) if verb in ("reject", "purge") else reason.strip()
-    run = _DECIDERS[verb]
-    at = times.now_iso()
-    if dry_run:
-        store.require()
-        dry = Transaction(store.load(), store.config(), read_journal=store.read_journal)
-        return run(dry, ids, actor, why, at)
-    with store.transaction() as tx:
-        return run(tx, ids, actor, why, at)
+    return why, _DECIDERS[verb], times.now_iso()
 
 
 def approve(

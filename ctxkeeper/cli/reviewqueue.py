@@ -26,11 +26,12 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
+from dataclasses import dataclass
 from typing import Final
 
-from ctxkeeper.cli import review, reviewscreen, term
+from ctxkeeper.cli import review, reviewscreen, term, verdicts
 from ctxkeeper.core.changes import awaiting_decision
-from ctxkeeper.core.errors import CtxkeeperError, UsageError
+from ctxkeeper.core.errors import CtxkeeperError, StaleVerdictError, UsageError
 from ctxkeeper.core.model import editable_view
 from ctxkeeper.core.text import forbidden_control
 from ctxkeeper.read import render
@@ -131,6 +132,7 @@ class _Queue:
     def decide(self, item: Item, number: int, total: int) -> bool:
         """Settle one item (or skip it); False when the person quits."""
         show = True
+        seen = _Seen("", {})
         while True:
             entries = self.store.load().entries
             if not reviewscreen.waiting(item, entries):
@@ -138,6 +140,11 @@ class _Queue:
             if show:
                 lines = reviewscreen.screen(item, entries, number, total)
                 _write("\n".join(reviewscreen.lay_out(lines, self.room, self.style)) + "\n")
+                # A verdict binds to this screen, taken from the same read of the store.
+                seen = _Seen(
+                    verdicts.verdict_digest(entries, item.target),
+                    verdicts.verdict_subject(entries, item.target),
+                )
             show = False
             keys = "[a]pprove [r]eject [e]dit [s]kip [q]uit > "
             if not reviewscreen.editable(item):
@@ -151,14 +158,19 @@ class _Queue:
             if key == "s":
                 self.counts["skipped"] += 1
                 return True
-            if key == "a" and self.verdict("approve", item):
-                self.counts["approved"] += 1
-                return True
+            if key == "a":
+                outcome = self.verdict("approve", item, seen)
+                if outcome == "done":
+                    self.counts["approved"] += 1
+                    return True
+                show = outcome == "stale"
             if key == "r":
                 reason = self.reason()
-                if reason is not None and self.verdict("reject", item, reason):
+                outcome = "" if reason is None else self.verdict("reject", item, seen, reason)
+                if outcome == "done":
                     self.counts["rejected"] += 1
                     return True
+                show = outcome == "stale"
             if key == "e" and self.edit(item, entries):
                 self.edited.add(item.target)
                 self.counts["edited"] = len(self.edited)
@@ -166,15 +178,34 @@ class _Queue:
                     return True  # the person's edit replaced the agent's change
                 show = True  # the edited entry, to decide now
 
-    def verdict(self, verb: str, item: Item, reason: str = "") -> bool:
+    def verdict(self, verb: str, item: Item, seen: _Seen, reason: str = "") -> str:
+        """Decide the item as it was shown: "done", "stale" (it moved since; nothing was
+        written, and it must be shown again) or "refused"."""
         try:
-            done = review.decide(self.store, verb, [item.target], actor=self.actor, reason=reason)
+            done = review.decide(
+                self.store,
+                verb,
+                [item.target],
+                actor=self.actor,
+                reason=reason,
+                shown={item.target: seen.digest},
+            )
+        except StaleVerdictError as exc:
+            self.say(
+                f"not {_DONE[verb]}: {render.visible(item.target)} changed while you read it, "
+                "so nothing was written. What changed:",
+                "danger",
+            )
+            for line in verdicts.what_changed(seen.subject, exc.now):
+                self.say(render.visible(line, multiline=True), _DIFF_ROLES.get(line[:4], ""))
+            self.say("It is shown again below as it stands now: decide that version.", "warn")
+            return "stale"
         except CtxkeeperError as exc:
             self.say(f"not {_DONE[verb]}: {render.visible(str(exc))}", "danger")
-            return False
+            return "refused"
         for decision in done:
             self.say(render.visible(str(decision["text"]), multiline=True), "add")
-        return True
+        return "done"
 
     def reason(self) -> str | None:
         """The reason for a rejection, typed and ended with Enter; None to go back."""
@@ -264,6 +295,16 @@ class _Queue:
             self.say(f"{item.target} is closed: your edit replaced it", "add")
 
 
+@dataclass(frozen=True)
+class _Seen:
+    """What the person was last shown of an item: the digest a verdict binds to, and the
+    subject it was taken over (to tell them what changed, if it moves)."""
+
+    digest: str
+    subject: JSONObject
+
+
+_DIFF_ROLES: Final = {"  - ": "del", "  + ": "add"}
 _NAMES: Final = {"a": "approve", "r": "reject", "e": "edit", "s": "skip", "q": "quit"}
 _AGAIN: Final = {"e": "edit again", "a": "abandon", "q": "abandon"}
 _DONE: Final = {"approve": "approved", "reject": "rejected"}

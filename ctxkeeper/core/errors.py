@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ctxkeeper.core._types import JSONObject
+
 
 class CtxkeeperError(Exception):
     """Base class of every error ctxkeeper raises on purpose.
@@ -118,6 +122,24 @@ class StateError(CtxkeeperError):
     """The operation is not allowed in the entry's current status (frozen, tombstoned...)."""
 
     code = "invalid_state"
+
+
+class StaleVerdictError(StateError):
+    """What a person's verdict decides changed after it was shown to them (issue 22): the
+    verdict is refused so that what a person approves is what they saw."""
+
+    code = "stale_verdict"
+
+    def __init__(self, verb: str, token: str, now: JSONObject) -> None:
+        self.verb = verb
+        self.token = token
+        self.now = now
+        """What the verdict would decide now (see ``ctxkeeper.cli.review.verdict_subject``)."""
+        super().__init__(
+            f"{token} changed after it was shown to you, so this {verb} would decide a version "
+            "you did not see; nothing was written. Look at the version it holds now and decide "
+            "again"
+        )
 
 
 class PreviouslyRejectedError(CtxkeeperError):
