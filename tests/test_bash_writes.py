@@ -217,3 +217,10 @@ class TestWriteFinder:
         assert python_write_paths("print(open('src/x.py').read())") == []
         # Control: the same path opened for writing is a target; the content is not.
         assert python_write_paths("open('src/x.py', 'w').write('data.txt')") == ["src/x.py"]
+
+    def test_a_fifo_named_as_the_patch_is_not_read(self, governed: Path) -> None:
+        os.mkfifo(governed / "pipe.patch")
+        # Reading a FIFO would block the hook until its timeout; it is passed over instead.
+        assert _untouched(governed, "git apply pipe.patch")
+        # Control: a patch file naming the governed file is read and gated.
+        assert run_hook("PreToolUse", bash("git apply governed.patch"), governed).denied
