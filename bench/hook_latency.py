@@ -13,6 +13,12 @@ by one hard constraint, with a fresh ``session_id`` each run so every run does t
 ``hooks/scope_guard.py`` (installed from PyPI as ``context-keeper-mcp==0.19.*`` into a scratch
 venv under ``.cache/``, never copied) on the same constraints, written in its own format
 (``.context/constraints.json``), also with a fresh session each run.
+
+Beside the edit hook it times the same script on two Bash calls, as ``hooks/hooks.json`` runs
+it for the Bash tool: a write command (``sed -i`` of the same covered file, on the denying
+path: the write finder, then the edit gate) and an ordinary command (``git status --short &&
+pytest -q 2>&1 | tail -5``: the human-verb guard and the write finder, which find nothing to
+gate). ``--no-peer`` leaves Context Keeper out (no PyPI, no scratch venv).
 """
 
 from __future__ import annotations
@@ -111,6 +117,23 @@ def _payload(project: str, target: str) -> bytes:
     ).encode()
 
 
+#: The Bash calls timed: one writes the covered file, one is an everyday command.
+BASH_WRITE = "sed -i 's/schema/model/' {target}"
+BASH_ORDINARY = "git status --short && pytest -q 2>&1 | tail -5"
+
+
+def _bash_payload(project: str, command: str) -> bytes:
+    return json.dumps(
+        {
+            "session_id": uuid.uuid4().hex,
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": command, "description": "bench"},
+            "cwd": project,
+        }
+    ).encode()
+
+
 def _time(argv: list[str], stdin: bytes, project: str, env: dict[str, str]) -> tuple[float, bytes]:
     """Wall time of one whole process, and what it printed."""
     started = time.perf_counter()
@@ -119,77 +142,90 @@ def _time(argv: list[str], stdin: bytes, project: str, env: dict[str, str]) -> t
     return wall, proc.stdout
 
 
-def measure(size: int, runs: int, peer: str, workdir: str) -> dict[str, float]:
+def measure(size: int, runs: int, peer: str | None, workdir: str) -> dict[str, float]:
     ours_dir = os.path.join(workdir, f"ours-{size}")
     peer_dir = os.path.join(workdir, f"peer-{size}")
     os.makedirs(ours_dir)
     os.makedirs(peer_dir)
     build_s = build_ours(ours_dir, size)
-    build_peer(peer_dir, size)
     target = "src/pkg7/mod0/handler.py"  # covered by constraint 7 in both stores
     base_env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "PYTHON"))}
     ours_env = {**base_env, "CLAUDE_PROJECT_DIR": ours_dir}
     peer_env = {**base_env, "CLAUDE_PROJECT_DIR": peer_dir, "CONTEXT_KEEPER_PROJECT": peer_dir}
+    hook = [PYTHON, *FLAGS, HOOK]
+    write = BASH_WRITE.format(target=target)
     # Warm the page cache and check each hook answers as expected before timing.
-    _, out = _time([PYTHON, *FLAGS, HOOK], _payload(ours_dir, target), ours_dir, ours_env)
-    assert b'"deny"' in out, out
-    _, out = _time([PYTHON, *FLAGS, peer], _payload(peer_dir, target), peer_dir, peer_env)
-    assert b"con-008" in out, out
-    samples: dict[str, list[float]] = {"pass": [], "bare": [], "ours": [], "peer": []}
+    assert b'"deny"' in _time(hook, _payload(ours_dir, target), ours_dir, ours_env)[1]
+    assert b'"deny"' in _time(hook, _bash_payload(ours_dir, write), ours_dir, ours_env)[1]
+    assert _time(hook, _bash_payload(ours_dir, BASH_ORDINARY), ours_dir, ours_env)[1] == b""
+    if peer is not None:
+        build_peer(peer_dir, size)
+        _, out = _time([PYTHON, *FLAGS, peer], _payload(peer_dir, target), peer_dir, peer_env)
+        assert b"con-008" in out, out
+    names = ("pass", "bare", "ours", "bash_write", "bash_plain", "peer")
+    samples: dict[str, list[float]] = {name: [] for name in names}
     for _ in range(runs):
         samples["pass"].append(_time([PYTHON, "-c", "pass"], b"", ours_dir, base_env)[0])
         samples["bare"].append(_time([PYTHON, *FLAGS, "-c", "pass"], b"", ours_dir, base_env)[0])
-        wall, out = _time([PYTHON, *FLAGS, HOOK], _payload(ours_dir, target), ours_dir, ours_env)
+        wall, out = _time(hook, _payload(ours_dir, target), ours_dir, ours_env)
         assert b'"deny"' in out
         samples["ours"].append(wall)
-        samples["peer"].append(
-            _time([PYTHON, *FLAGS, peer], _payload(peer_dir, target), peer_dir, peer_env)[0]
-        )
+        wall, out = _time(hook, _bash_payload(ours_dir, write), ours_dir, ours_env)
+        assert b'"deny"' in out
+        samples["bash_write"].append(wall)
+        wall, out = _time(hook, _bash_payload(ours_dir, BASH_ORDINARY), ours_dir, ours_env)
+        assert out == b""
+        samples["bash_plain"].append(wall)
+        peer_argv = [PYTHON, *FLAGS, peer] if peer is not None else [PYTHON, *FLAGS, "-c", "0"]
+        samples["peer"].append(_time(peer_argv, _payload(peer_dir, target), peer_dir, peer_env)[0])
     med = {name: statistics.median(values) for name, values in samples.items()}
-    # Ratios are medians of per-round ratios: each round runs the three back to back, so load
+    # Ratios are medians of per-round ratios: each round runs them back to back, so load
     # from other processes on the machine cancels instead of skewing one column.
-    rounds = list(
-        zip(samples["pass"], samples["bare"], samples["ours"], samples["peer"], strict=True)
+    rounds = [
+        dict(zip(names, values, strict=True)) for values in zip(*samples.values(), strict=True)
+    ]
+    row: dict[str, float] = {"size": size, "build_s": build_s}
+    for name in names:
+        row[f"{name}_ms"] = med[name] * 1000
+        row[f"{name}_ratio"] = statistics.median(r[name] / r["pass"] for r in rounds)
+        row[f"{name}_bare"] = statistics.median(r[name] / r["bare"] for r in rounds)
+    return row
+
+
+def _cell(row: dict[str, float], name: str) -> str:
+    return (
+        f"| {row[name + '_ms']:.1f} ms | {row[name + '_ratio']:.2f}x / {row[name + '_bare']:.2f}x "
     )
-    return {
-        "size": size,
-        "build_s": build_s,
-        "pass_ms": med["pass"] * 1000,
-        "bare_ms": med["bare"] * 1000,
-        "ours_ms": med["ours"] * 1000,
-        "peer_ms": med["peer"] * 1000,
-        "ours_ratio": statistics.median(o / p for p, _, o, _ in rounds),
-        "peer_ratio": statistics.median(q / p for p, _, _, q in rounds),
-        "ours_bare": statistics.median(o / b for _, b, o, _ in rounds),
-        "peer_bare": statistics.median(q / b for _, b, _, q in rounds),
-    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=31)
     parser.add_argument("--sizes", default="100,1000,10000,100000")
+    parser.add_argument("--no-peer", action="store_true", help="leave Context Keeper 0.19 out")
     args = parser.parse_args(argv)
-    peer = peer_hook()
+    peer = None if args.no_peer else peer_hook()
     version = subprocess.check_output([PYTHON, "--version"], text=True).strip()
     print(f"python3: {version} ({PYTHON})")
-    print(f"peer: {_common.PEER_SPEC} at {peer}")
+    if peer is not None:
+        print(f"peer: {_common.PEER_SPEC} at {peer}")
     flags = " ".join(FLAGS)
     print(f"median of {args.runs} rounds, whole-process wall time; ratio = median per-round ratio")
-    print(f"both hooks run as `python3 {flags} HOOK`, the way hooks/hooks.json starts ours")
-    print(
-        f"| constraints | build (s) | `python3 -c pass` | `python3 {flags} -c pass` | ctxkeeper "
-        "| ratio (to -c pass / to bare) | peer 0.19 | ratio (to -c pass / to bare) |"
-    )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(f"every hook runs as `python3 {flags} HOOK`, the way hooks/hooks.json starts ours")
+    print(f"Bash write: `{BASH_WRITE}`; Bash ordinary: `{BASH_ORDINARY}`")
+    columns = ["Edit (deny)", "Bash write (deny)", "Bash ordinary"]
+    if peer is not None:
+        columns.append("peer 0.19 Edit")
+    header = "".join(f"| {c} | ratio (to -c pass / to bare) " for c in columns)
+    print(f"| constraints | build (s) | `python3 -c pass` | `python3 {flags} -c pass` {header}|")
+    print("|---:|---:|---:|---:" + "|---:|---:" * len(columns) + "|")
     with tempfile.TemporaryDirectory(prefix="ctxk-hook-bench-") as workdir:
         for size in (int(s) for s in args.sizes.split(",")):
             row = measure(size, args.runs, peer, workdir)
+            cells = ["ours", "bash_write", "bash_plain"] + (["peer"] if peer else [])
             print(
                 f"| {size:,} | {row['build_s']:.1f} | {row['pass_ms']:.1f} ms "
-                f"| {row['bare_ms']:.1f} ms | {row['ours_ms']:.1f} ms "
-                f"| {row['ours_ratio']:.2f}x / {row['ours_bare']:.2f}x "
-                f"| {row['peer_ms']:.1f} ms | {row['peer_ratio']:.2f}x / {row['peer_bare']:.2f}x |",
+                f"| {row['bare_ms']:.1f} ms " + "".join(_cell(row, name) for name in cells) + "|",
                 flush=True,
             )
     return 0

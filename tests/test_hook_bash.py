@@ -76,6 +76,44 @@ DENIED = [
     pytest.param("eval 'ctxkeeper approve x'", "approve", id="eval"),
     pytest.param("bash <<'EOF'\nctxkeeper approve x\nEOF", "approve", id="heredoc-to-bash"),
     pytest.param("sh -c \"bash -c 'ctxkeeper approve x'\"", "approve", id="nested-shells"),
+    # Issue 22, section 6: what the same command line makes of the program or the verb.
+    pytest.param("v=approve; ctxkeeper $v x", "approve", id="verb-in-variable"),
+    pytest.param("export V=lift; ctxkeeper ${V} x", "lift", id="verb-exported"),
+    pytest.param('for v in list approve; do ctxkeeper "$v" x; done', "approve", id="for-loop"),
+    pytest.param("p=ctxkeeper; $p approve x", "approve", id="program-in-variable"),
+    pytest.param("CK=$(command -v ctxkeeper); $CK purge x --reason r", "purge", id="lookup-var"),
+    pytest.param(
+        "shopt -s expand_aliases; alias ck='python3 -m ctxkeeper'\nck approve x",
+        "approve",
+        id="alias",
+    ),
+    pytest.param('cp "$(which ctxkeeper)" /tmp/ck && /tmp/ck approve x', "approve", id="copied"),
+    pytest.param("ln -s .venv/bin/ctxkeeper ./ck; ./ck reject x --reason r", "reject", id="linked"),
+    pytest.param("cat $(which ctxkeeper) > /tmp/ck; /tmp/ck lift x", "lift", id="cat-copy"),
+    pytest.param("find . -name x -exec ctxkeeper approve {} \\;", "approve", id="find-exec"),
+    pytest.param("find . -execdir python3 -m ctxkeeper lift {} +", "lift", id="find-execdir"),
+    pytest.param("tmux send-keys -t work 'ctxkeeper approve x' Enter", "approve", id="tmux-keys"),
+    pytest.param("tmux new-session -d 'ctxkeeper lift x'", "lift", id="tmux-new-session"),
+    pytest.param("screen -dmS w ctxkeeper approve x", "approve", id="screen"),
+    pytest.param("echo 'ctxkeeper approve x' | at now + 1 minute", "approve", id="at-piped"),
+    pytest.param("at now <<EOF\nctxkeeper purge x --reason r\nEOF", "purge", id="at-heredoc"),
+    pytest.param("echo '* * * * * ctxkeeper approve x' | crontab -", "approve", id="crontab"),
+    pytest.param("echo 'ctxkeeper approve x' | bash", "approve", id="piped-to-bash"),
+    pytest.param("bash <<< 'ctxkeeper approve x'", "approve", id="here-string-to-bash"),
+    pytest.param("su -c 'ctxkeeper approve x' alice", "approve", id="su-c"),
+    pytest.param(
+        "python3 -c \"import os; os.system('ctxkeeper approve x')\"", "approve", id="os-system"
+    ),
+    pytest.param('perl -e \'system("ctxkeeper", "approve", "x")\'', "approve", id="perl-e"),
+]
+
+#: The verb is left to run time: held back with their own reason.
+COMPUTED_VERBS = [
+    pytest.param('f() { ctxkeeper "$@"; }; f approve x', id="function"),
+    pytest.param("echo approve x | xargs ctxkeeper", id="xargs-verb"),
+    pytest.param("find . -name '*.id' -exec ctxkeeper {} \\;", id="find-placeholder"),
+    pytest.param("ctxkeeper $(cat verb.txt) x", id="substituted-verb"),
+    pytest.param('ctxkeeper "$VERB" x', id="unknown-variable"),
 ]
 
 ALLOWED = [
@@ -110,6 +148,19 @@ ALLOWED = [
     pytest.param("approve", id="bare-verb"),
     pytest.param("mkctxkeeper approve", id="similar-program"),
     pytest.param("", id="empty-command"),
+    pytest.param("ctxkeeper review --json", id="review-json"),
+    pytest.param("ctxkeeper --json review", id="review-json-before-verb"),
+    pytest.param("ctxkeeper review --js", id="review-json-abbreviated"),
+    pytest.param("python3 -m ctxkeeper review --json", id="python-m-review-json"),
+    pytest.param("grep approve README.md", id="grep-readme"),
+    pytest.param("v=list; ctxkeeper $v", id="harmless-verb-in-variable"),
+    pytest.param("ctxkeeper list; grep approve README.md", id="list-then-grep"),
+    pytest.param("find . -exec grep approve {} \\;", id="find-exec-grep"),
+    pytest.param("tmux send-keys -t w 'grep approve README.md' Enter", id="tmux-grep"),
+    pytest.param("echo 'ls' | at now", id="at-ls"),
+    pytest.param("cp README.md /tmp/ck && /tmp/ck approve", id="copy-of-another-file"),
+    pytest.param("alias ll='ls -l'; ll approve", id="alias-of-another-program"),
+    pytest.param("ls 2>&1 | grep approve", id="redirect-and-pipe"),
 ]
 
 
@@ -140,6 +191,22 @@ class TestBashGuard:
         assert result.denied
         assert verb in result.reason
 
+    @pytest.mark.parametrize("command", COMPUTED_VERBS)
+    def test_a_verb_left_to_run_time_is_held_back(self, store_project: Path, command: str) -> None:
+        result = run_hook("PreToolUse", bash(command), store_project)
+        assert result.denied, command
+        assert "only known when it runs" in result.reason
+        # Control: the same program with its verb named passes.
+        assert run_hook("PreToolUse", bash("ctxkeeper list"), store_project).stdout == ""
+
+    def test_review_json_passes_and_review_is_denied(self, store_project: Path) -> None:
+        listing = run_hook("PreToolUse", bash("ctxkeeper review --json"), store_project)
+        queue = run_hook("PreToolUse", bash("ctxkeeper review"), store_project)
+        assert (listing.returncode, listing.stdout) == (0, "")
+        assert queue.denied
+        # The denial points to the listing the hook lets through, as the CLI's refusal does.
+        assert "`ctxkeeper review --json`" in queue.reason
+
     def test_every_human_verb_is_covered_by_the_table(self) -> None:
         verbs = {str(param.values[1]) for param in DENIED}
         assert verbs == set(HUMAN_ONLY)
@@ -158,12 +225,8 @@ class TestShellWords:
             pytest.param(
                 "echo $(a $(b))", [["echo", "$(a $(b))"], ["a", "$(b)"], ["b"]], id="nested"
             ),
-            pytest.param(
-                "cat <<-X\n\tbody\n\tX\nnext", [["cat", "<<-X"], ["next"]], id="heredoc-dash"
-            ),
-            pytest.param(
-                "cat << END\nbody\nEND\nnext", [["cat", "<<", "END"], ["next"]], id="heredoc-space"
-            ),
+            pytest.param("cat <<-X\n\tbody\n\tX\nnext", [["cat"], ["next"]], id="heredoc-dash"),
+            pytest.param("cat << END\nbody\nEND\nnext", [["cat"], ["next"]], id="heredoc-space"),
             pytest.param("echo 'unterminated", [["echo", "unterminated"]], id="unterminated"),
         ],
     )

@@ -701,6 +701,8 @@ class TestImportLight:
             "ctxkeeper.core.githead",
             "ctxkeeper.plugin.bashguard",
             "ctxkeeper.plugin.shellwords",
+            "ctxkeeper.plugin.shellcmd",
+            "ctxkeeper.plugin.bashwrites",
             "ctxkeeper.plugin.commitnote",
         }
     )
@@ -728,6 +730,7 @@ class TestImportLight:
             pytest.param("PreToolUse-edit", False, id="edit"),
             pytest.param("PreToolUse-edit", True, id="edit-rebuilding-index"),
             pytest.param("PreToolUse-bash", False, id="bash"),
+            pytest.param("PreToolUse-bash-write", False, id="bash-write"),
             pytest.param("PostToolUse", False, id="post-commit"),
         ],
     )
@@ -743,6 +746,7 @@ class TestImportLight:
         payload = {
             "PreToolUse-edit": edit(project / "api" / "users.py"),
             "PreToolUse-bash": bash("ctxkeeper approve x"),
+            "PreToolUse-bash-write": bash("sed -i s/a/b/ api/users.py"),
             "PostToolUse": bash('git commit -m "Never log tokens"', event="PostToolUse"),
         }[event]
         script = SCRIPTS[event.split("-")[0]]

@@ -99,15 +99,34 @@ def _pointer(rel: str, hidden: int) -> str:
     return f"{hidden} more constraint(s) cover {rel}; get_context with path={rel!r} lists them all."
 
 
+def _real_relative(path: str, root: str, rel: str) -> str | None:
+    """The repo-relative path of the file itself when a symlink inside the project leads to
+    it (``bill/charge.py`` with ``bill -> src/billing``); None when it is ``rel`` already."""
+    real = relative_path(os.path.realpath(os.path.join(root, path)), root)
+    return real if real is not None and real != rel else None
+
+
 def handle(ctx: HookContext) -> JSONObject | None:
     """The PreToolUse answer for an Edit, Write or NotebookEdit call, or None to stay silent."""
-    path = _target(ctx)
+    return gate(ctx, _target(ctx))
+
+
+def gate(ctx: HookContext, path: str) -> JSONObject | None:
+    """The answer for a change of one file (an edit, or a write a Bash command makes)."""
     if _in_store(path, ctx.root):
         return _deny(STORE_EDIT_REASON)
     rel = relative_path(path, ctx.root)
     if rel is None:
         return None  # Outside the project: no scope covers it.
+    # Scopes name real paths: match the file a link inside the project leads to, as well.
+    real = _real_relative(path, ctx.root, rel)
     index, records = scopeindex.lookup(ctx.context_dir, rel)
+    if real is not None:
+        known = {record[0] for record in records}
+        records = records + [
+            r for r in scopeindex.lookup(ctx.context_dir, real)[1] if r[0] not in known
+        ]
+        rel = real
     now = utc_now()
     live = [record for record in records if scopeindex.valid_at(record, now)]
     if not live:

@@ -120,6 +120,46 @@ class TestHardConstraintGate:
         )
         assert denied_tools(session) == ["Edit"]
 
+    def test_a_bash_sed_of_a_governed_file_is_held_back_then_the_reissue_runs(
+        self, workspace: Workspace
+    ) -> None:
+        add_constraint(workspace, MIGRATION_RULE, MIGRATION_REASON, "hard", "db/migrations/")
+        migration = workspace.project / "db" / "migrations" / "0002.sql"
+        write(migration, "-- 0002\nCREATE TABLE invoices (id int);\n")
+        notes = workspace.project / "docs" / "notes.md"
+        write(notes, "old\n")
+        sed = {
+            "command": "sed -i 's/(id int)/(id bigint)/' db/migrations/0002.sql",
+            "description": "Widen the invoice id",
+        }
+        session = workspace.run(
+            [
+                [ToolCall("Bash", {"command": "cat db/migrations/0002.sql"})],
+                [ToolCall("Bash", {"command": "sed -i 's/old/new/' docs/notes.md"})],
+                [ToolCall("Bash", sed)],
+                [ToolCall("Bash", {"command": "cat db/migrations/0002.sql"})],
+                [ToolCall("Bash", sed)],
+                "done",
+            ]
+        )
+        # Controls: a read of the governed file and a write of an ungoverned one just run.
+        assert not session.tool_result(0).get("is_error"), session.tool_text(0)
+        assert "(id int)" in session.tool_text(0)
+        assert not session.tool_result(1).get("is_error"), session.tool_text(1)
+        assert notes.read_text(encoding="utf-8") == "new\n"
+        denial = session.tool_result(2)
+        assert denial.get("is_error") is True, denial
+        assert MIGRATION_RULE in session.tool_text(2)
+        assert MIGRATION_REASON in session.tool_text(2)
+        # Held back before it ran: the file as the model saw it next is unchanged.
+        assert "(id int)" in session.tool_text(3)
+        assert not session.tool_result(4).get("is_error"), session.tool_text(4)
+        assert MIGRATION_RULE not in session.after(4)
+        assert migration.read_text(encoding="utf-8") == (
+            "-- 0002\nCREATE TABLE invoices (id bigint);\n"
+        )
+        assert denied_tools(session) == ["Bash"]
+
 
 class TestSoftConstraintDelivery:
     def test_rides_along_with_the_edit_it_covers_and_never_by_substring(
