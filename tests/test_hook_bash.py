@@ -15,6 +15,14 @@ if TYPE_CHECKING:
 DENIED = [
     pytest.param("ctxkeeper approve con-001-abcd", "approve", id="plain"),
     pytest.param(
+        "ctxkeeper edit con-001-abcd --hardness soft --why 'staging only'", "edit", id="edit"
+    ),
+    pytest.param(
+        "python3 -m ctxkeeper deprecate con-001-abcd --reason 'no longer needed here'",
+        "deprecate",
+        id="deprecate",
+    ),
+    pytest.param(
         '(sleep 1; echo y) | script -qec "python3 -m ctxkeeper approve ID" /dev/null',
         "approve",
         id="script-pty-issue-8",

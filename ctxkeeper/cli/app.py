@@ -10,7 +10,7 @@ import sys
 from typing import NoReturn, cast
 
 from ctxkeeper import __version__
-from ctxkeeper.cli import driftcli, team, term, views
+from ctxkeeper.cli import driftcli, fieldflags, personedits, team, term, views
 from ctxkeeper.core.errors import (
     BelowFloorError,
     CtxkeeperError,
@@ -19,7 +19,7 @@ from ctxkeeper.core.errors import (
     UsageError,
     ValidationError,
 )
-from ctxkeeper.core.model import EDITABLE_FIELDS, KIND_FIELDS, KINDS, STATUSES, TEXT_FIELDS
+from ctxkeeper.core.model import EDITABLE_FIELDS, KINDS, STATUSES, TEXT_FIELDS
 from ctxkeeper.read import render
 
 TYPE_CHECKING = False
@@ -31,20 +31,7 @@ if TYPE_CHECKING:
     from ctxkeeper.core.store import Store
 
 #: Verbs only a person at a terminal may run (DESIGN.md, "Review policy").
-HUMAN_VERBS = ("approve", "reject", "lift", "purge")
-_LIST_INPUTS = ("alternatives", "steps", "scope", "tags", "related_to", "supersedes")
-_SCALAR_INPUTS = (
-    "summary",
-    "problem",
-    "why_chosen",
-    "rule",
-    "reason",
-    "hardness",
-    "name",
-    "purpose",
-    "valid_from",
-    "valid_until",
-)
+HUMAN_VERBS = ("approve", "reject", "lift", "purge", "edit", "deprecate")
 _PROMPTS = {
     "summary": "summary: what was decided, in one line",
     "problem": "problem: what forced a choice",
@@ -153,10 +140,7 @@ def _parser() -> argparse.ArgumentParser:
         help="record an entry (a person's is active; under an agent, a proposal)",
     )
     add.add_argument("kind", choices=KINDS)
-    for field in _SCALAR_INPUTS:
-        add.add_argument("--" + field.replace("_", "-"), dest=field, default=None)
-    for field in _LIST_INPUTS:
-        add.add_argument("--" + field.replace("_", "-"), dest=field, action="append", default=None)
+    fieldflags.add_flags(add)
 
     listing = sub.add_parser("list", parents=[common], help="list entries")
     listing.add_argument("--kind", dest="kinds", action="append", choices=KINDS)
@@ -201,6 +185,9 @@ def _parser() -> argparse.ArgumentParser:
 
     # The verbs' parsers are _Parser too (argparse makes them of the parent's class).
     team.add_parsers(cast("argparse._SubParsersAction[argparse.ArgumentParser]", sub), common)
+    personedits.add_parsers(
+        cast("argparse._SubParsersAction[argparse.ArgumentParser]", sub), common
+    )
     driftcli.add_parsers(cast("argparse._SubParsersAction[argparse.ArgumentParser]", sub), common)
     sub.add_parser("demo", parents=[common], help="walk through ctxkeeper on a sample store")
     sub.add_parser("serve", parents=[common], help="run the MCP stdio server")
@@ -425,29 +412,7 @@ def _add(args: _Args) -> int:
 
     actor = cli_actor()
     store = _store(args, actor)
-    given = vars(args)
-    allowed = set(KIND_FIELDS[args.kind]) | {
-        "scope",
-        "tags",
-        "related_to",
-        "supersedes",
-        "valid_from",
-        "valid_until",
-    }
-    fields: dict[str, object] = {}
-    for field in (*_SCALAR_INPUTS, *_LIST_INPUTS):
-        value = given.get(field)
-        if value is None:
-            continue
-        if field not in allowed:
-            flag = "--" + field.replace("_", "-")
-            takes = ", ".join(KIND_FIELDS[args.kind])
-            _fail(
-                f"{flag} is not a {args.kind} field; {args.kind} takes {takes} "
-                f"(see `ctxkeeper add {args.kind} --help`)",
-                2,
-            )
-        fields[field] = value
+    fields = fieldflags.given_fields(vars(args), args.kind, f"add {args.kind}")
     if _interactive():
         _prompt_missing(args.kind, fields, _asker(args))
     supersedes = fields.pop("supersedes", None)
@@ -573,34 +538,24 @@ def _review(args: _Args) -> int:
 
 
 def _refuse_under_agent(verb: str) -> None:
-    from ctxkeeper.cli.agentenv import agent_signs
+    from ctxkeeper.cli.persongate import refuse_under_agent
 
-    signs = agent_signs()
-    if signs:
-        _fail(
-            f"`ctxkeeper {verb}` is for a person: run it in your own terminal, not through a "
-            f"coding agent ({'; '.join(signs)}). An agent proposes; a person decides."
-        )
+    refuse_under_agent(verb)
 
 
 def _confirm(question: str, ask: Callable[[str], str] = input) -> None:
-    """Human verbs need a person: an explicit yes, asked once everything was validated."""
-    answer = ask(f"{question} [y/N] ").strip().lower()
-    if answer not in ("y", "yes"):
-        _fail("cancelled; nothing was changed")
+    from ctxkeeper.cli.persongate import confirm
+
+    confirm(question, ask)
 
 
 def _human(args: _Args) -> int:
     from ctxkeeper.cli import review
+    from ctxkeeper.cli.persongate import require_terminal
     from ctxkeeper.write.verbs import user_actor
 
     _refuse_under_agent(args.command)
-    if not _interactive():
-        _fail(
-            "this verb needs a person at an interactive terminal; it cannot run from a script or "
-            f"an agent: run `ctxkeeper {args.command} ...` in your own terminal "
-            "(`ctxkeeper review --json` lists what awaits a decision without one)"
-        )
+    require_terminal(args.command)
     store = _store(args)
     actor = user_actor()
     ids = list(args.ids) if args.command in ("approve", "reject") else [args.id]
@@ -775,5 +730,6 @@ _HANDLERS: dict[str, Callable[[_Args], int]] = {
     "demo": _demo,
     "serve": _serve,
     **team.HANDLERS,
+    **personedits.HANDLERS,
     **driftcli.HANDLERS,
 }

@@ -466,8 +466,8 @@ class QualityReport:
             lines += [f"  - {visible(f['message'])}" for f in self.findings if f["code"] == code]
         lines.append(
             f"{len(self.findings)} finding(s) in {self.live} live entries: advice, nothing is "
-            "broken. Change an entry with the agent's update_entry or deprecate_entry, or edit "
-            ".context/entries.json and run `ctxkeeper doctor`, which journals the edit."
+            "broken. Change an entry with `ctxkeeper edit ID` or retire it with `ctxkeeper "
+            "deprecate ID` in your own terminal (the agent: update_entry, deprecate_entry)."
         )
         return lines
 

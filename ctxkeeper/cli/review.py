@@ -198,8 +198,8 @@ def _resolve(tx: Transaction, token: str, verb: str) -> tuple[str, JSONObject | 
         refusal = (
             "only proposed entries are approved, and pending changes"
             if verb == "approve"
-            else "reject is for proposed entries and pending changes (retire an active entry "
-            "with deprecate)"
+            else f"reject is for proposed entries and pending changes (retire an active entry "
+            f"with `ctxkeeper deprecate {entry_id} --reason TEXT`)"
         )
         raise StateError(f"{entry_id} is {entry.get('status')} with no pending change; {refusal}")
     listed = ", ".join(str(c["change"]) for c in waiting)

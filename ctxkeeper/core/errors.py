@@ -142,6 +142,18 @@ class StaleVerdictError(StateError):
         )
 
 
+class PersonOnlyError(CtxkeeperError):
+    """A verb only a person at their own terminal may run was started by an agent or a script."""
+
+    code = "person_only"
+
+
+class CancelledError(CtxkeeperError):
+    """A person answered anything but yes to a confirmation; nothing was changed."""
+
+    code = "cancelled"
+
+
 class PreviouslyRejectedError(CtxkeeperError):
     """The content matches a tombstone (a deprecated or rejected entry)."""
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ctxkeeper.plugin.hookio import HookContext
     from ctxkeeper.plugin.shellcmd import Run
 
-HUMAN_ONLY = frozenset({"approve", "reject", "lift", "purge", "review"})
+HUMAN_ONLY = frozenset({"approve", "reject", "lift", "purge", "review", "edit", "deprecate"})
 #: Stands for a verb the command line leaves to run time (``ctxkeeper $v``).
 COMPUTED = "<computed>"
 _PROGRAM = "ctxkeeper"

@@ -5,8 +5,8 @@ Run by ``ctxkeeper doctor --quality`` (every finding) and by the PreCompact and 
 entries, the configured floors and an instant: it reads no file and writes nothing.
 
 Findings are advice, never errors: each says what to do. An entry is changed by the agent's
-``update_entry`` / ``deprecate_entry`` (MCP), or by a person editing ``.context/entries.json``
-and running ``ctxkeeper doctor``, which journals the hand edit as ``manual_edit``.
+``update_entry`` / ``deprecate_entry`` (MCP), or by a person's ``ctxkeeper edit`` /
+``ctxkeeper deprecate`` at their terminal.
 
 The heuristics, exactly (``live`` = status ``active`` or ``proposed``; every heuristic but
 ``bad_validity`` looks at live entries only):
@@ -113,7 +113,7 @@ NEAR_FLOOR: Final = 1.5
 RATIONALE_FIELDS: Final = {"decision": "why_chosen", "constraint": "reason", "pipeline": "purpose"}
 #: The least share of statement terms (Dice) two entries must have to be a likely duplicate.
 DUPLICATE_TERM_DICE: Final = 0.5
-_EDIT_HINT: Final = "update_entry, or edit .context/entries.json then run `ctxkeeper doctor`"
+_EDIT_HINT: Final = "update_entry, or `ctxkeeper edit ID` in a person's terminal"
 
 
 class Finding(TypedDict):

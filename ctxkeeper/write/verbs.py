@@ -54,7 +54,7 @@ def agent_actor(session_id: str | None = None) -> JSONObject:
     return {"origin": "agent", "session_id": session_id}
 
 
-def _require_reason(reason: object, floor: int, verb: str) -> str:
+def require_reason(reason: object, floor: int, verb: str) -> str:
     """The reason of an update or deprecation, held to the same rules as an entry's prose.
 
     Measured as read, capped, free of control characters and secret-shaped strings: it is
@@ -198,7 +198,7 @@ def update_entry(
     proposed (``pending`` true, its ``change`` id): ``entry`` is the live entry, unchanged.
     """
     check_id(entry_id)
-    why = _require_reason(reason, UPDATE_REASON_FLOOR, "update_entry")
+    why = require_reason(reason, UPDATE_REASON_FLOOR, "update_entry")
     if not updates:
         raise UsageError('updates is empty; give the fields to change, e.g. {"reason": "..."}')
     at = times.now_iso()
@@ -256,7 +256,7 @@ def deprecate_entry(
     (``pending`` true, its ``change`` id); the entry stays live until a person approves it.
     """
     check_id(entry_id)
-    why = _require_reason(reason, DEPRECATE_REASON_FLOOR, "deprecate_entry")
+    why = require_reason(reason, DEPRECATE_REASON_FLOOR, "deprecate_entry")
     at = times.now_iso()
     with store.transaction() as tx:
         current = tx.get(entry_id)
