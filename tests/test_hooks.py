@@ -636,8 +636,13 @@ class TestFailOpen:
         if planted == "scope-index":
             (project / ".context" / "config.json").touch()  # stale: the hook would rebuild
         result = run_hook("PreToolUse", edit(project / "api" / "users.py"), project)
-        assert (result.returncode, result.stdout) == (0, "")
         assert sorted(p.name for p in elsewhere.rglob("*")) == ["keep.txt", "n8"]
+        if planted == "scope-index":
+            # The index is derived: the link is replaced by a real directory and the gate holds.
+            assert result.denied
+            assert not (cache / planted).is_symlink()
+            return
+        assert (result.returncode, result.stdout) == (0, "")
         assert "symbolic link" in (cache / "hook-errors.log").read_text()
 
 
@@ -693,6 +698,8 @@ class TestImportLight:
             "ctxkeeper.core.jsonlite",
             "ctxkeeper.plugin.editgate",
             "ctxkeeper.core.scopeindex",
+            # The built-in BLAKE2 the index checks its shards with (hashlib would add ~10 ms).
+            "_blake2",
             "ctxkeeper.plugin.ledger",
             "ctxkeeper.core.scope",
             "ctxkeeper.core.errors",

@@ -15,7 +15,7 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
-from ctxkeeper.core import fsutil, journal, journalfile, times
+from ctxkeeper.core import fsutil, journal, journalfile, scopeindex, times
 from ctxkeeper.core.errors import CtxkeeperError, StoreError
 from ctxkeeper.core.model import stored_problems
 from ctxkeeper.core.store import (
@@ -85,6 +85,7 @@ class _Findings:
     state: State | None = None
     entries_future: bool = False
     orphans: list[str] = field(default_factory=list)
+    index_problems: list[str] = field(default_factory=list)
 
 
 # dec-011-54a1: repair never rebuilds a smaller store, and asks before any loss.
@@ -157,7 +158,32 @@ def _check(store: Store, report: Report) -> _Findings:
     _check_journal(store, found, report)
     _check_entries(store, found, report)
     _check_agreement(store, found, report)
+    _check_scope_index(store, found, report)
     return found
+
+
+def _check_scope_index(store: Store, found: _Findings, report: Report) -> None:
+    """Is the hooks' scope index the one the store derives? A shard overwritten by hand would
+    hide a rule from the edit gate in every later session."""
+    if found.state is None or not found.journal_readable or found.chain:
+        return  # the store itself is reported; the index is rebuilt once it reads again
+    try:
+        entries = list(store.load().entries.values())
+    except StoreError:
+        return
+    found.index_problems = scopeindex.verify(store.dir, entries)
+    if found.index_problems:
+        report.problems.append(
+            "the hooks' scope index is not the one the store derives, so the edit gate "
+            f"could miss a rule ({'; '.join(found.index_problems[:3])}); "
+            "`ctxkeeper doctor --repair` rebuilds it"
+        )
+
+
+def _rebuild_scope_index(store: Store, found: _Findings, done: Report) -> None:
+    if found.index_problems:
+        scopeindex.rebuild(store.dir)
+        done.notes.append("rebuilt the hooks' scope index from the store")
 
 
 def _check_journal(store: Store, found: _Findings, report: Report) -> None:
@@ -391,6 +417,7 @@ def _repair(store: Store, found: _Findings, actor: JSONObject) -> Report:
         journalfile.forget(store.path(CACHE_DIR))
         fsutil.write_atomic(epath, render_entries_document(state))
     _journal_hand_edits(store, done, actor)
+    _rebuild_scope_index(store, found, done)
     return done
 
 
