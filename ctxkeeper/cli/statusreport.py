@@ -119,6 +119,7 @@ def _snapshot(store: Store) -> JSONObject:
         "events": None,
         "auto_export": None,
         "problem": None,
+        "stale": snapshot.refresh_failure(store.dir, path),
     }
     with contextlib.suppress(StoreError):  # doctor reports a broken config; this line need not
         state["auto_export"] = store.config().auto_export
@@ -189,7 +190,8 @@ def render_text(data: Mapping[str, JSONValue], style: term.Style, *, room: int) 
     shot = data.get("snapshot")
     if isinstance(shot, dict):
         unseen = bool(shot.get("unimported")) or bool(shot.get("problem"))
-        rows.append(("snapshot", [("", _snapshot_text(shot, data))], ("yellow",) * unseen))
+        alert = ("red",) if shot.get("stale") else ("yellow",) * unseen
+        rows.append(("snapshot", [("", _snapshot_text(shot, data))], alert))
     lines += labelled(rows, room, style, indent=0, width=_LABEL_WIDTH)
     return "\n".join(lines)
 
@@ -232,6 +234,17 @@ def _journal_text(journal: Mapping[str, JSONValue]) -> str:
 
 
 def _snapshot_text(shot: Mapping[str, JSONValue], data: Mapping[str, JSONValue]) -> str:
+    text = _snapshot_state(shot, data)
+    if shot.get("stale"):
+        # A refresh that failed leaves the file behind the store until the cause is fixed.
+        text += (
+            f"; STALE: the last refresh failed ({render.visible(str(shot['stale']))}), so it "
+            "lacks the writes since; `ctxkeeper doctor` names what stops it"
+        )
+    return text
+
+
+def _snapshot_state(shot: Mapping[str, JSONValue], data: Mapping[str, JSONValue]) -> str:
     path = str(shot.get("path"))
     shown = render.visible(os.path.relpath(path, os.path.dirname(str(data.get("dir")))))
     off = shot.get("auto_export") is False
