@@ -49,7 +49,18 @@ def gather(store: Store) -> JSONObject:
     data["problem"] = problem
     data["journal"] = journal
     data["snapshot"] = _snapshot(store)
+    data["policy"] = _policy(store)
     return data
+
+
+def _policy(store: Store) -> JSONObject | None:
+    """``review`` and ``hard_delivery``, against the committed config and the last session."""
+    from ctxkeeper.core import policywatch
+
+    try:
+        return policywatch.status(store.root, store.dir, store.config())
+    except StoreError:
+        return None  # a config that does not parse: doctor reports it
 
 
 def _counts(entries: list[JSONObject]) -> JSONObject:
@@ -192,8 +203,25 @@ def render_text(data: Mapping[str, JSONValue], style: term.Style, *, room: int) 
         unseen = bool(shot.get("unimported")) or bool(shot.get("problem"))
         alert = ("red",) if shot.get("stale") else ("yellow",) * unseen
         rows.append(("snapshot", [("", _snapshot_text(shot, data))], alert))
+    policy = data.get("policy")
+    if isinstance(policy, dict):
+        told = policy.get("notes")
+        alert = ("red",) if told else ()
+        rows.append(("policy", [("", _policy_text(policy))], alert))
     lines += labelled(rows, room, style, indent=0, width=_LABEL_WIDTH)
     return "\n".join(lines)
+
+
+def _policy_text(policy: Mapping[str, JSONValue]) -> str:
+    from ctxkeeper.core import policywatch
+
+    text = policywatch.describe(policy)
+    told = policy.get("notes")
+    if isinstance(told, list) and told:
+        return f"{text}; {'; '.join(render.visible(str(n)) for n in told)}"
+    if policy.get("committed") is None:
+        return text
+    return f"{text}, as committed"
 
 
 def _alert(data: Mapping[str, JSONValue], key: str) -> tuple[str, ...]:

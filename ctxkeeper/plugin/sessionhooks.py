@@ -117,8 +117,9 @@ def session_start(ctx: HookContext) -> JSONObject | None:
         event="SessionStart",
     )
     note = _with_drift(note, summary.get("drift"))
-    if planted:
-        note = f"{note} {planted}" if note else planted
+    for extra in (planted, _policy_note(store)):
+        if extra:
+            note = f"{note} {extra}" if note else extra
     if note:
         answer["systemMessage"] = note
     return answer
@@ -153,6 +154,29 @@ def session_start_or_notice(ctx: HookContext) -> JSONObject | None:
             "`ctxkeeper doctor --repair` repairs what it can"
         )
         return {"systemMessage": DELIVERY_OFF.format(why=why, fix=fix)}
+
+
+def _policy_note(store: Store) -> str | None:
+    """One line when ``review`` or ``hard_delivery`` differs from the committed config or
+    changed since the last session; a change not journaled yet is journaled first."""
+    from ctxkeeper.core import policywatch
+    from ctxkeeper.core.errors import CtxkeeperError
+    from ctxkeeper.plugin.hookio import log_error
+
+    config = store.config()
+    if policywatch.needs_journal(store.dir, config):
+        try:
+            with store.transaction():
+                pass  # the transaction journals the change it sees (Store._policy_change)
+        except (CtxkeeperError, OSError) as exc:
+            log_error(store.dir, "SessionStart", f"policy change not journaled: {exc}")
+    found = policywatch.session_notes(store.root, store.dir, config)
+    if not found:
+        return None
+    return (
+        f"ctxkeeper: {'; '.join(found)} (`git diff .context/config.json` or "
+        "`git log -p .context/config.json` shows who changed it)."
+    )
 
 
 def _planted_index_note(ctx: HookContext) -> str | None:
