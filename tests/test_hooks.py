@@ -617,7 +617,12 @@ class TestFailOpen:
         (project / ".context" / "entries.json").write_text('{"version": 1, "entries": [')
         payload["session_id"] = "s2"
         result = run_hook(event, payload, project)
-        assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+        if event == "SessionStart":
+            # Fail open, not silent: the person is told in one line (tests/test_silent_failures.py).
+            assert (result.returncode, result.stderr) == (0, "")
+            assert "memory delivery is off" in str(result.answer["systemMessage"])
+        else:
+            assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
         lines = log.read_text().splitlines()
         assert len(lines) == 1
         assert event in lines[0]
@@ -636,8 +641,13 @@ class TestFailOpen:
         if planted == "scope-index":
             (project / ".context" / "config.json").touch()  # stale: the hook would rebuild
         result = run_hook("PreToolUse", edit(project / "api" / "users.py"), project)
-        assert (result.returncode, result.stdout) == (0, "")
         assert sorted(p.name for p in elsewhere.rglob("*")) == ["keep.txt", "n8"]
+        if planted == "scope-index":
+            # The index is derived: the link is replaced by a real directory and the gate holds.
+            assert result.denied
+            assert not (cache / planted).is_symlink()
+            return
+        assert (result.returncode, result.stdout) == (0, "")
         assert "symbolic link" in (cache / "hook-errors.log").read_text()
 
 
@@ -693,6 +703,8 @@ class TestImportLight:
             "ctxkeeper.core.jsonlite",
             "ctxkeeper.plugin.editgate",
             "ctxkeeper.core.scopeindex",
+            # The built-in BLAKE2 the index checks its shards with (hashlib would add ~10 ms).
+            "_blake2",
             "ctxkeeper.plugin.ledger",
             "ctxkeeper.core.scope",
             "ctxkeeper.core.errors",

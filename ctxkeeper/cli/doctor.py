@@ -15,9 +15,9 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
-from ctxkeeper.core import fsutil, journal, journalfile, times
+from ctxkeeper.core import fsutil, journal, journalfile, scopeindex, times
 from ctxkeeper.core.errors import CtxkeeperError, StoreError
-from ctxkeeper.core.model import stored_problems
+from ctxkeeper.core.model import ID_PATTERN, stored_problems
 from ctxkeeper.core.store import (
     CACHE_DIR,
     ENTRIES_FILE,
@@ -85,6 +85,9 @@ class _Findings:
     state: State | None = None
     entries_future: bool = False
     orphans: list[str] = field(default_factory=list)
+    index_problems: list[str] = field(default_factory=list)
+    unshareable: list[tuple[int, str]] = field(default_factory=list)
+    """Records a snapshot must not carry (position, what is wrong): quarantined by repair."""
 
 
 # dec-011-54a1: repair never rebuilds a smaller store, and asks before any loss.
@@ -155,9 +158,111 @@ def _check(store: Store, report: Report) -> _Findings:
             f"{store.dir}: {', '.join(found.orphans)}; `ctxkeeper doctor --repair` removes them"
         )
     _check_journal(store, found, report)
+    _check_shareable(store, found, report)
     _check_entries(store, found, report)
     _check_agreement(store, found, report)
+    _check_scope_index(store, found, report)
     return found
+
+
+def _check_shareable(store: Store, found: _Findings, report: Report) -> None:
+    """Journal records the team snapshot must not carry: one stops every refresh of it."""
+    from ctxkeeper.core import snapshot
+
+    if not found.journal_readable or found.journal_future:
+        return
+    unreplayable = set(_dropped_records(found))
+    found.unshareable = [
+        (position, detail)
+        for position, detail in snapshot.unshareable(found.records)
+        if position not in unreplayable  # repair drops those already (would_lose)
+    ]
+    path = store.path(JOURNAL_FILE)
+    for position, detail in found.unshareable:
+        record = found.records[position]
+        report.problems.append(
+            f"{path}:{position + 1}: journal seq {record.get('seq')} (op {record.get('op')!r}, "
+            f"id {record.get('id')!r}) is something a snapshot must not carry ({detail}), so "
+            "every refresh of the team snapshot stops on it; `ctxkeeper doctor --repair` moves "
+            "it to a quarantine file beside the journal and journals that it did"
+        )
+
+
+def _quarantine(store: Store, found: _Findings, done: Report) -> list[JSONObject]:
+    """Copy the unshareable records' lines, as they were, to a quarantine file; return the
+    ``manual_edit`` events that say what was removed, by whom, and where it went."""
+    if not found.unshareable:
+        return []
+    jpath = store.path(JOURNAL_FILE)
+    lines = []
+    for position, _detail in found.unshareable:
+        start = found.ends[position - 1] if position else 0
+        lines.append(found.journal_bytes[start : found.ends[position]])
+    target = _backup(jpath, b"".join(lines), "quarantined")
+    done.backups.append(target)
+    events: list[JSONObject] = []
+    for position, detail in found.unshareable:
+        record = found.records[position]
+        entry_id = record.get("id")
+        about = (
+            entry_id
+            if isinstance(entry_id, str) and ID_PATTERN.fullmatch(entry_id)
+            else JOURNAL_FILE
+        )
+        reason = (
+            f"doctor --repair quarantined journal record seq {record.get('seq')} (op "
+            f"{record.get('op')!r}, event {record.get('event')!r}) to "
+            f"{os.path.basename(target)}: {detail}"
+        )
+        events.append({"id": about, "reason": reason[:1000]})
+        done.notes.append(
+            f"quarantined journal line {position + 1} (seq {record.get('seq')}) to {target}"
+        )
+    return events
+
+
+def _journal_quarantine(store: Store, events: list[JSONObject], actor: JSONObject) -> None:
+    """One ``manual_edit`` per quarantined record; the entry it was about stays as it is."""
+    if not events:
+        return
+    at = times.now_iso()
+    with store.transaction(audit_actor=actor) as tx:
+        for event in events:
+            entry_id = str(event["id"])
+            current = tx.entries.get(entry_id)
+            tx.put(
+                "manual_edit",
+                entry_id,
+                current,
+                actor=dict(actor),
+                reason=str(event["reason"]),
+                at=at,
+                before=current,
+            )
+
+
+def _check_scope_index(store: Store, found: _Findings, report: Report) -> None:
+    """Is the hooks' scope index the one the store derives? A shard overwritten by hand would
+    hide a rule from the edit gate in every later session."""
+    if found.state is None or not found.journal_readable or found.chain:
+        return  # the store itself is reported; the index is rebuilt once it reads again
+    try:
+        entries = list(store.load().entries.values())
+    except StoreError:
+        return
+    found.index_problems = scopeindex.verify(store.dir, entries)
+    if found.index_problems:
+        report.problems.append(
+            "the hooks' scope index is not the one the store derives, so the edit gate "
+            f"could miss a rule ({'; '.join(found.index_problems[:3])}); "
+            "`ctxkeeper doctor --repair` rebuilds it"
+        )
+
+
+def _rebuild_scope_index(store: Store, found: _Findings, done: Report) -> None:
+    if found.index_problems:
+        scopeindex.rebuild(store.dir)
+        done.notes.append("rebuilt the hooks' scope index from the store")
 
 
 def _check_journal(store: Store, found: _Findings, report: Report) -> None:
@@ -336,7 +441,7 @@ def _plan_loss(found: _Findings, report: Report) -> None:
 
 
 def _kept_records(found: _Findings) -> list[JSONObject]:
-    dropped = set(_dropped_records(found))
+    dropped = set(_dropped_records(found)) | {position for position, _ in found.unshareable}
     return [r for i, r in enumerate(found.records) if i not in dropped]
 
 
@@ -356,10 +461,13 @@ def _repair(store: Store, found: _Findings, actor: JSONObject) -> Report:
             raise StoreError("the store changed while doctor ran; run it again")
         _remove_orphans(store, found, done)
         records = found.records
-        if found.chain:
-            done.backups.append(_backup(jpath, found.journal_bytes, "edited"))
-            first = min(p.position for p in found.chain)
-            records = journal.reseal(_kept_records(found), start=first)
+        kept = _kept_records(found)
+        quarantined = _quarantine(store, found, done)
+        if found.chain or found.unshareable:
+            label = "edited" if found.chain else "before-quarantine"
+            done.backups.append(_backup(jpath, found.journal_bytes, label))
+            first = min([p.position for p in found.chain] + [p for p, _ in found.unshareable])
+            records = journal.reseal(kept, start=first)
             fsutil.write_atomic(jpath, journal.encode(records))
             done.notes.append(f"resealed the journal from line {first + 1}")
         expected: int | None = None
@@ -372,17 +480,18 @@ def _repair(store: Store, found: _Findings, actor: JSONObject) -> Report:
         else:
             state = found.state
             expected = state.journal_bytes
-            # Records past what the entry file had applied are newer writes: keep them.
-            newer = [r for r in records if _seq(r) > state.seq]
+            # Records past what the entry file had applied are newer writes: keep them (by
+            # their sequence before any reseal renumbered them).
+            newer = [r for r in (kept if found.unshareable else records) if _seq(r) > state.seq]
             journal.fold(newer, state.entries)
             note_purges(newer, state.purged)
         state.seq = _seq(records[-1]) if records else 0
         state.head = str(records[-1]["hash"]) if records else journal.GENESIS
-        resealed = bool(found.chain)
+        resealed = bool(found.chain or found.unshareable)
         state.journal_bytes = (
             len(journal.encode(records)) if resealed else _verified_view(found).size
         )
-        if expected is not None and expected > state.journal_bytes:
+        if expected is not None and expected > state.journal_bytes and not found.unshareable:
             done.notes.append(
                 f"journal history after record {state.seq} was missing (lost before this "
                 f"repair); {ENTRIES_FILE} kept every entry, and the differences are "
@@ -391,6 +500,8 @@ def _repair(store: Store, found: _Findings, actor: JSONObject) -> Report:
         journalfile.forget(store.path(CACHE_DIR))
         fsutil.write_atomic(epath, render_entries_document(state))
     _journal_hand_edits(store, done, actor)
+    _journal_quarantine(store, quarantined, actor)
+    _rebuild_scope_index(store, found, done)
     return done
 
 

@@ -49,7 +49,18 @@ def gather(store: Store) -> JSONObject:
     data["problem"] = problem
     data["journal"] = journal
     data["snapshot"] = _snapshot(store)
+    data["policy"] = _policy(store)
     return data
+
+
+def _policy(store: Store) -> JSONObject | None:
+    """``review`` and ``hard_delivery``, against the committed config and the last session."""
+    from ctxkeeper.core import policywatch
+
+    try:
+        return policywatch.status(store.root, store.dir, store.config())
+    except StoreError:
+        return None  # a config that does not parse: doctor reports it
 
 
 def _counts(entries: list[JSONObject]) -> JSONObject:
@@ -119,6 +130,7 @@ def _snapshot(store: Store) -> JSONObject:
         "events": None,
         "auto_export": None,
         "problem": None,
+        "stale": snapshot.refresh_failure(store.dir, path),
     }
     with contextlib.suppress(StoreError):  # doctor reports a broken config; this line need not
         state["auto_export"] = store.config().auto_export
@@ -189,9 +201,27 @@ def render_text(data: Mapping[str, JSONValue], style: term.Style, *, room: int) 
     shot = data.get("snapshot")
     if isinstance(shot, dict):
         unseen = bool(shot.get("unimported")) or bool(shot.get("problem"))
-        rows.append(("snapshot", [("", _snapshot_text(shot, data))], ("yellow",) * unseen))
+        alert = ("red",) if shot.get("stale") else ("yellow",) * unseen
+        rows.append(("snapshot", [("", _snapshot_text(shot, data))], alert))
+    policy = data.get("policy")
+    if isinstance(policy, dict):
+        told = policy.get("notes")
+        alert = ("red",) if told else ()
+        rows.append(("policy", [("", _policy_text(policy))], alert))
     lines += labelled(rows, room, style, indent=0, width=_LABEL_WIDTH)
     return "\n".join(lines)
+
+
+def _policy_text(policy: Mapping[str, JSONValue]) -> str:
+    from ctxkeeper.core import policywatch
+
+    text = policywatch.describe(policy)
+    told = policy.get("notes")
+    if isinstance(told, list) and told:
+        return f"{text}; {'; '.join(render.visible(str(n)) for n in told)}"
+    if policy.get("committed") is None:
+        return text
+    return f"{text}, as committed"
 
 
 def _alert(data: Mapping[str, JSONValue], key: str) -> tuple[str, ...]:
@@ -232,6 +262,17 @@ def _journal_text(journal: Mapping[str, JSONValue]) -> str:
 
 
 def _snapshot_text(shot: Mapping[str, JSONValue], data: Mapping[str, JSONValue]) -> str:
+    text = _snapshot_state(shot, data)
+    if shot.get("stale"):
+        # A refresh that failed leaves the file behind the store until the cause is fixed.
+        text += (
+            f"; STALE: the last refresh failed ({render.visible(str(shot['stale']))}), so it "
+            "lacks the writes since; `ctxkeeper doctor` names what stops it"
+        )
+    return text
+
+
+def _snapshot_state(shot: Mapping[str, JSONValue], data: Mapping[str, JSONValue]) -> str:
     path = str(shot.get("path"))
     shown = render.visible(os.path.relpath(path, os.path.dirname(str(data.get("dir")))))
     off = shot.get("auto_export") is False

@@ -5,12 +5,19 @@ active constraint under each of its scope keys ("" for project-wide), in one of 
 shard files chosen by a stable hash of the key. A file's candidate scopes are exactly its
 ancestors plus itself, so a lookup reads only those few shards. ``meta.json`` records the
 identity (inode, size, mtime) of ``entries.json`` and ``config.json`` the index was built from,
-and the journal's size; any difference means stale, and the reader rebuilds. A journal longer
+and the journal's size; any difference means stale, and the reader rebuilds. It also records the
+digest of every shard and of the records it holds (``built_from``): a lookup checks the digest
+of each shard it reads, so a shard overwritten by hand is rebuilt rather than trusted, and
+``ctxkeeper doctor`` rebuilds the records from the store and compares the whole index
+(:func:`verify`). A symbolic link where the index's directories belong (a cloned repository can
+ship one) is never followed: the rebuild replaces the link by a real directory. A journal longer
 than ``entries.json`` records holds writes the entry file does not show yet (a writer that
 defers it, dec-025-2cdb, or one killed between the two): that rebuild folds them in through the
 store, so the gate never misses a journaled rule.
 
-Import-light on purpose (con-001-5f40): ``json`` and ``os`` only, plus ``ctxkeeper.core.scope``.
+Import-light on purpose (con-001-5f40): ``json`` and ``os`` only, plus ``ctxkeeper.core.scope``
+and the interpreter's built-in BLAKE2 (``_blake2``, a fraction of a millisecond to import; all of
+``hashlib`` would cost ten).
 """
 
 from __future__ import annotations
@@ -29,7 +36,8 @@ if TYPE_CHECKING:
     #: id, hardness, rule, reason, valid_from, valid_until, scope key
     Record = list[str]
 
-INDEX_VERSION = 1
+#: Version 2 added the shard digests and ``built_from``; a version-1 index is rebuilt.
+INDEX_VERSION = 2
 INDEX_DIR = "scope-index"
 META_FILE = "meta.json"
 #: Text longer than this is cut in the index: a hook's output is capped at 10,000 characters.
@@ -38,6 +46,15 @@ _PER_SHARD = 32
 _MIN_SHARDS = 8
 _MAX_SHARDS = 4096
 _ID_MAX = 64
+
+
+def content_digest(data: bytes) -> str:
+    """BLAKE2b-128 of ``data``, hex: what the index records of each shard and checks on read."""
+    try:
+        from _blake2 import blake2b
+    except ImportError:  # an interpreter built without it: hashlib's copy, slower to import
+        from hashlib import blake2b
+    return blake2b(data, digest_size=16).hexdigest()
 
 
 # dec-013-9ff0: sharded by scope key; a lookup reads only the target's ancestors.
@@ -174,6 +191,15 @@ def _hard_delivery(context_dir: str) -> str:
     return "context" if value == "context" else "gate"
 
 
+def _index_dir(path: str) -> str:
+    """Create one of the index's own directories; a symbolic link there is removed (only the
+    link: whatever it points at is left as it is) and a real directory made in its place. The
+    index is derived, so nothing of ctxkeeper's is lost, and nothing is written through it."""
+    if os.path.islink(path):
+        os.unlink(path)
+    return real_dir(path)
+
+
 def real_dir(path: str) -> str:
     """Create ``path`` if needed and refuse a symlink there: a cloned repository could plant
     one under ``.context/cache/`` to redirect the hooks' writes and prunes elsewhere."""
@@ -200,6 +226,10 @@ def _read(path: str) -> bytes | None:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:
         return None
+    except OSError:
+        if os.path.islink(path):
+            return None  # a planted link is never read through: as if absent (rebuilt)
+        raise
     try:
         chunks: list[bytes] = []
         while True:
@@ -226,13 +256,18 @@ def valid_at(record: Record, now: str) -> bool:
 class Index:
     """An open index: the delivery setting and a lookup of covering records."""
 
-    def __init__(self, directory: str, shards: int, hard_delivery: str) -> None:
+    def __init__(
+        self, directory: str, shards: int, hard_delivery: str, digests: list[str] | None = None
+    ) -> None:
         self.dir = directory
         self.shards = shards
         self.hard_delivery = hard_delivery
+        self.digests = digests
+        """Each shard's :func:`content_digest` as built; a shard read that differs is stale."""
 
     def covering(self, rel_path: str) -> list[Record] | None:
-        """Records whose scope covers the path, one per id; None when a shard is missing."""
+        """Records whose scope covers the path, one per id; None when a shard is missing or
+        is not the one the index was built with (its digest differs)."""
         wanted = candidate_keys(rel_path)
         by_shard: dict[int, list[str]] = {}
         for key in wanted:
@@ -241,6 +276,8 @@ class Index:
         for shard, keys in sorted(by_shard.items()):
             data = _read(os.path.join(self.dir, f"{shard}.json"))
             if data is None:
+                return None
+            if self.digests is not None and content_digest(data) != self.digests[shard]:
                 return None
             doc = json.loads(data)
             for key in keys:
@@ -258,11 +295,39 @@ def write_index(
         from disk; a write that raced with ours then leaves the index stale, never wrong.
     """
     cache = real_dir(os.path.join(context_dir, "cache"))
-    root = real_dir(os.path.join(cache, INDEX_DIR))
+    root = _index_dir(os.path.join(cache, INDEX_DIR))
     stamp = stamp if stamp is not None else source_stamp(context_dir)
+    buckets = _buckets(entries)
+    shards = len(buckets)
+    directory = _index_dir(os.path.join(root, f"n{shards}"))
+    digests: list[str] = []
+    for number, data in enumerate(shard_bytes(buckets)):
+        path = os.path.join(directory, f"{number}.json")
+        digests.append(content_digest(data))
+        # Most writes change one constraint: leave unchanged shards alone.
+        if _read(path) != data:
+            _write(path, data)
+    hard_delivery = _hard_delivery(context_dir)
+    meta = {
+        "version": INDEX_VERSION,
+        "stamp": stamp,
+        "shards": shards,
+        "hard": hard_delivery,
+        "digests": digests,
+        "built_from": built_from(digests, hard_delivery),
+    }
+    _write(os.path.join(root, META_FILE), json.dumps(meta).encode())
+    for name in os.listdir(root):
+        path = os.path.join(root, name)
+        if name.startswith("n") and name != f"n{shards}" and not os.path.islink(path):
+            _remove_tree(path)
+    return Index(directory, shards, hard_delivery, digests)
+
+
+def _buckets(entries: Iterable[JSONObject]) -> list[dict[str, list[Record]]]:
+    """The records of these entries, by shard, then by scope key."""
     by_key = _records(entries)
     shards = _shard_count(sum(len(records) for records in by_key.values()))
-    directory = real_dir(os.path.join(root, f"n{shards}"))
     buckets: list[dict[str, list[Record]]] = [{} for _ in range(shards)]
     for key in sorted(by_key):
         shard = _SHARDS.get((key, shards))
@@ -271,20 +336,18 @@ def write_index(
                 _SHARDS.clear()
             shard = _SHARDS[key, shards] = shard_of(key, shards)
         buckets[shard][key] = by_key[key]
-    for number, bucket in enumerate(buckets):
-        path = os.path.join(directory, f"{number}.json")
-        data = json.dumps(bucket, ensure_ascii=False).encode()
-        # Most writes change one constraint: leave unchanged shards alone.
-        if _read(path) != data:
-            _write(path, data)
-    hard_delivery = _hard_delivery(context_dir)
-    meta = {"version": INDEX_VERSION, "stamp": stamp, "shards": shards, "hard": hard_delivery}
-    _write(os.path.join(root, META_FILE), json.dumps(meta).encode())
-    for name in os.listdir(root):
-        path = os.path.join(root, name)
-        if name.startswith("n") and name != f"n{shards}" and not os.path.islink(path):
-            _remove_tree(path)
-    return Index(directory, shards, hard_delivery)
+    return buckets
+
+
+def shard_bytes(buckets: list[dict[str, list[Record]]]) -> list[bytes]:
+    """Each shard file's bytes, as written."""
+    return [json.dumps(bucket, ensure_ascii=False).encode() for bucket in buckets]
+
+
+def built_from(digests: list[str], hard_delivery: str) -> str:
+    """The digest of what the index holds: the records derived from the store (through each
+    shard's digest) and the delivery setting. :func:`verify` derives it again from the store."""
+    return content_digest(" ".join([hard_delivery, *digests]).encode())
 
 
 def _remove_tree(directory: str) -> None:
@@ -327,7 +390,8 @@ def _folded(context_dir: str) -> list[JSONObject]:
 def open_index(context_dir: str) -> Index:
     """The current index, rebuilt first when missing or stale."""
     root = os.path.join(context_dir, "cache", INDEX_DIR)
-    data = _read(os.path.join(root, META_FILE))
+    # A link in the index's place is never read through (one lstat per call): rebuilt instead.
+    data = None if os.path.islink(root) else _read(os.path.join(root, META_FILE))
     if data is not None:
         try:
             meta = json.loads(data)
@@ -338,10 +402,23 @@ def open_index(context_dir: str) -> Index:
             and meta.get("version") == INDEX_VERSION
             and meta.get("stamp") == source_stamp(context_dir)
             and isinstance(meta.get("shards"), int)
+            and _digest_list(meta.get("digests"), meta["shards"])
+            # The setting and the digests vouch for each other: a hand edit of either alone
+            # (say "hard": "context", which would turn the gate off) is stale, not trusted.
+            and meta.get("built_from") == built_from(meta["digests"], str(meta.get("hard")))
         ):
             shards = meta["shards"]
-            return Index(os.path.join(root, f"n{shards}"), shards, str(meta.get("hard")))
+            directory = os.path.join(root, f"n{shards}")
+            return Index(directory, shards, str(meta.get("hard")), meta["digests"])
     return rebuild(context_dir)
+
+
+def _digest_list(value: object, shards: int) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == shards
+        and all(isinstance(item, str) for item in value)
+    )
 
 
 def lookup(context_dir: str, rel_path: str) -> tuple[Index, list[Record]]:
@@ -363,3 +440,40 @@ def refresh(context_dir: str, entries: Iterable[JSONObject]) -> None:
         write_index(context_dir, entries)
     except (OSError, ValueError, TypeError):
         pass  # Hooks find the index stale and rebuild it themselves.
+
+
+def verify(context_dir: str, entries: Iterable[JSONObject]) -> list[str]:
+    """What differs between the index on disk and the one these entries (the store as it reads
+    now) derive: empty when it is theirs, or stale (a stale index is rebuilt before any use).
+
+    ``doctor`` runs this: a lookup checks only the shards it reads, and only against the
+    index's own record of them; this derives every shard from the store.
+    """
+    root = os.path.join(context_dir, "cache", INDEX_DIR)
+    for path in (os.path.join(context_dir, "cache"), root):
+        if os.path.islink(path):
+            return [f"{path} is a symbolic link (never followed; the index is rebuilt)"]
+    data = _read(os.path.join(root, META_FILE))
+    try:
+        meta = json.loads(data) if data is not None else None
+    except ValueError:
+        return [f"{os.path.join(root, META_FILE)} does not parse"]
+    if not isinstance(meta, dict) or meta.get("stamp") != source_stamp(context_dir):
+        return []  # absent or stale: every reader rebuilds it before use
+    buckets = _buckets(entries)
+    expected = shard_bytes(buckets)
+    digests = [content_digest(shard) for shard in expected]
+    hard = _hard_delivery(context_dir)
+    problems: list[str] = []
+    if meta.get("shards") != len(buckets) or meta.get("version") != INDEX_VERSION:
+        return [f"{os.path.join(root, META_FILE)} does not describe the store's index"]
+    if meta.get("hard") != hard or meta.get("built_from") != built_from(digests, hard):
+        problems.append(f"{os.path.join(root, META_FILE)} does not match the store")
+    directory = os.path.join(root, f"n{len(buckets)}")
+    if os.path.islink(directory):
+        return [f"{directory} is a symbolic link (never followed; the index is rebuilt)"]
+    for number, shard in enumerate(expected):
+        path = os.path.join(directory, f"{number}.json")
+        if _read(path) != shard:
+            problems.append(f"{path} differs from what the store derives")
+    return problems

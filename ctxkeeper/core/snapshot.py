@@ -16,7 +16,7 @@ from typing import Final
 
 from ctxkeeper.core import fsutil, journal, teamlog
 from ctxkeeper.core.errors import SnapshotError, StoreError
-from ctxkeeper.core.snapshotformat import HEADER_LINE, SNAPSHOT_FILE, parse, render
+from ctxkeeper.core.snapshotformat import HEADER_LINE, SNAPSHOT_FILE, event_line, parse, render
 from ctxkeeper.core.snapshotpatch import CannotPatchError, Key, patch_lines
 
 TYPE_CHECKING = False
@@ -202,6 +202,60 @@ def write(
     }
 
 
+def unshareable(records: list[JSONObject]) -> list[tuple[int, str]]:
+    """The journal records a snapshot must not carry, each as (its position in ``records``,
+    what is wrong), by the checks :func:`write` and a teammate's import apply. One such
+    record stops every refresh of the snapshot; ``ctxkeeper doctor`` names it."""
+    events = teamlog.team_events(records)
+    try:
+        parse(render([], events), "journal")
+    except SnapshotError:
+        pass
+    else:
+        return []
+    positions = [
+        index
+        for index, record in enumerate(records)
+        if not teamlog.is_local(record) and not teamlog.is_resolution(record)
+    ]
+    found: list[tuple[int, str]] = []
+    for position, event in zip(positions, events, strict=True):
+        try:
+            parse(HEADER_LINE + b"\n" + event_line(event) + b"\n", "journal")
+        except SnapshotError as exc:
+            found.append((position, exc.detail))
+    return found
+
+
+#: In a path's record in :data:`SEEN_FILE`: why the last refresh of that snapshot failed
+#: (cleared by the next write of it, see :func:`remember`).
+_FAILED: Final = "refresh_failed"
+
+
+def refresh_failure(context_dir: str, path: str) -> str | None:
+    """Why the last automatic refresh of the snapshot at ``path`` failed; None when the last
+    one succeeded (or none failed): then the snapshot is as current as the last write left it."""
+    record = _record(context_dir, path)
+    failed = record.get(_FAILED) if record is not None else None
+    return failed if isinstance(failed, str) else None
+
+
+def _note_failure(context_dir: str, path: str, detail: str) -> None:
+    """Remember why a refresh failed, for ``ctxkeeper status`` (best effort: a cache)."""
+    try:
+        seen = _read_seen(context_dir)
+        record = seen.get(os.path.abspath(path))
+        seen[os.path.abspath(path)] = {
+            **(record if isinstance(record, dict) else {}),
+            _FAILED: detail[:1000],
+        }
+        os.makedirs(os.path.dirname(_seen_path(context_dir)), exist_ok=True)
+        document = json.dumps(seen, sort_keys=True).encode()
+        fsutil.write_atomic(_seen_path(context_dir), document, durable=False)
+    except (OSError, StoreError):
+        pass
+
+
 def _with_newlines(lines: list[bytes]) -> Iterator[bytes]:
     for line in lines:
         yield line
@@ -255,3 +309,6 @@ def auto_refresh(
     except (SnapshotError, OSError) as exc:
         detail = exc.strerror if isinstance(exc, OSError) else str(exc)
         print(f"ctxkeeper: the team snapshot was not refreshed: {detail}", file=sys.stderr)
+        _note_failure(
+            context_dir, target, exc.detail if isinstance(exc, SnapshotError) else str(detail)
+        )

@@ -108,6 +108,8 @@ def patch_lines(
     current: dict[str, list[str]] = {}
     new_events: list[JSONObject] = []
     for record in records:
+        if teamlog.is_local(record):
+            continue  # this clone's own bookkeeping (teamlog.LOCAL_IDS)
         entry_id = str(record.get("id"))
         if entry_id not in current:
             current[entry_id] = _tips(lines, keys, entry_id)

@@ -18,7 +18,16 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Final
 
-from ctxkeeper.core import fsutil, handedits, journal, journalfile, scopeindex, teamlog, times
+from ctxkeeper.core import (
+    fsutil,
+    handedits,
+    journal,
+    journalfile,
+    policywatch,
+    scopeindex,
+    teamlog,
+    times,
+)
 from ctxkeeper.core.config import Config, default_document, parse_config
 from ctxkeeper.core.documents import parse_document
 from ctxkeeper.core.errors import CorruptFileError, NotFoundError, StoreError
@@ -405,21 +414,31 @@ class Store:
             held: dict[str, tuple[JSONObject, dict[str, JSONValue]]] = {}
             if state.hand_edited or audit_actor is not None:
                 manual, held = self._hand_edit_events(state, audit_actor, config.review)
+            observed = self._policy_change(config)
             txn = Transaction(state, config, manual, read_journal=self.read_journal)
             if held:
                 _hold_for_review(txn, held, dict(audit_actor or self.writer or HAND_EDIT_ACTOR))
             yield txn
             plain = not (
-                manual or txn.redact or txn.snapshot_read or txn.gate or audit_actor is not None
+                manual
+                or observed
+                or txn.redact
+                or txn.snapshot_read
+                or txn.gate
+                or audit_actor is not None
             )
             if _WRITE_BEHIND[0] and txn.events and plain and txn.export_to is None:
                 self._defer(state, behind, deferred, self._append(state, [], txn.events))
                 return
             _DEFERRED.pop(self.dir, None)
-            wrote = bool(txn.events or manual or behind)
+            wrote = bool(txn.events or manual or observed or behind)
             if not wrote and txn.gate is not None:
                 txn.gate()
-            committed = self._commit(state, [*manual], txn.events, txn.gate) if wrote else []
+            committed = (
+                self._commit(state, [*observed, *manual], txn.events, txn.gate) if wrote else []
+            )
+            if observed:
+                policywatch.journaled(self.dir, config)
             if txn.redact:
                 self._redact(state, txn.redact)
             refresh = wrote and config.auto_export
@@ -532,6 +551,17 @@ class Store:
             return _copied(deferred.state), True, deferred
         caught = self._caught_up(state, view)
         return caught, caught is not state, None
+
+    def _policy_change(self, config: Config) -> list[JSONObject]:
+        """A change of ``review`` or ``hard_delivery`` not journaled yet, journaled ahead of
+        this write (so the history shows under which policy the write applied)."""
+        if not policywatch.needs_journal(self.dir, config):
+            return []
+        event = policywatch.change_event(self.dir, config, self.read_journal, at=times.now_iso())
+        if event is None:
+            policywatch.journaled(self.dir, config)  # the baseline, once: nothing changed
+            return []
+        return [event]
 
     def _hand_edit_events(
         self, state: State, actor: JSONObject | None, policy: str

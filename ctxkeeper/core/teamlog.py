@@ -38,8 +38,19 @@ PENDING: Final = "pending_changes"
 _NEEDS_A_PERSON: Final = frozenset({"active"})
 
 
+#: Ids of journal records about this clone's store rather than an entry (a change of the
+#: review policy seen in config.json, a record doctor quarantined): this clone's history, never
+#: shared (a teammate's snapshot holds entries' events only).
+LOCAL_IDS: Final = frozenset({"config.json", "journal.jsonl"})
+
+
 def is_resolution(record: Mapping[str, JSONValue]) -> bool:
     return record.get("op") == "import" and isinstance(record.get(RESOLVES), list)
+
+
+def is_local(record: Mapping[str, JSONValue]) -> bool:
+    """A record about this clone's store, not an entry: never shared (see :data:`LOCAL_IDS`)."""
+    return record.get("id") in LOCAL_IDS
 
 
 def team_events(records: Iterable[Mapping[str, JSONValue]]) -> list[JSONObject]:
@@ -52,6 +63,8 @@ def team_events(records: Iterable[Mapping[str, JSONValue]]) -> list[JSONObject]:
     current: dict[str, list[JSONValue]] = {}
     events: list[JSONObject] = []
     for record in records:
+        if is_local(record):
+            continue
         entry_id = str(record.get("id"))
         if is_resolution(record):
             resolved = record.get(RESOLVES)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ctxkeeper.core._types import JSONObject
 
     Handler = Callable[["HookContext"], "JSONObject | None"]
+    Refused = Callable[[str], "JSONObject | None"]
 
 #: Stdin beyond this is refused (fail open) instead of parsed: a Write of a huge file is
 #: still far below it, and memory stays bounded whatever is piped in.
@@ -56,6 +57,20 @@ def store_dir(root: str) -> str | None:
     except (OSError, ValueError):
         return None
     return path
+
+
+def store_refusal(root: str) -> str | None:
+    """Why :func:`store_dir` refuses an existing store at ``root`` (None: it does not, or there
+    is no store): a symbolic link where ``.context`` or its cache belongs."""
+    path = os.path.join(root, ".context")
+    try:
+        if os.path.islink(path):
+            return ".context is a symbolic link"
+        if os.path.isdir(path) and os.path.islink(os.path.join(path, "cache")):
+            return ".context/cache is a symbolic link"
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 class HookContext:
@@ -131,13 +146,18 @@ def run(
     stdin: BinaryIO | None = None,
     stdout: TextIO | None = None,
     environ: Mapping[str, str] | None = None,
+    refused: Refused | None = None,
 ) -> int:
-    """Run one hook; always return 0 (the hook's answer, if any, is JSON on stdout)."""
+    """Run one hook; always return 0 (the hook's answer, if any, is JSON on stdout).
+
+    :param refused: the answer for a store the hooks refuse to use (see :func:`store_refusal`);
+        without it such a store is treated as no store at all (silence).
+    """
     env = os.environ if environ is None else environ
     root = env.get("CLAUDE_PROJECT_DIR") or None
     context_dir = store_dir(root) if root else None
     if root and context_dir is None:
-        return 0
+        return _refused(root, refused, stdout)
     try:
         payload = _read_payload(stdin or sys.stdin.buffer)
     except (HookInputError, OSError, MemoryError) as exc:
@@ -151,7 +171,7 @@ def run(
         root = cwd
         context_dir = store_dir(root)
         if context_dir is None:
-            return 0
+            return _refused(root, refused, stdout)
     assert context_dir is not None
     try:
         answer = handler(HookContext(event, root, context_dir, payload))
@@ -161,4 +181,20 @@ def run(
             out.flush()
     except Exception as exc:  # noqa: BLE001 - fail open is the contract: log, never block.
         log_error(context_dir, event, f"{type(exc).__name__}: {exc}")
+    return 0
+
+
+def _refused(root: str, refused: Refused | None, stdout: TextIO | None) -> int:
+    """Fail open on a store the hooks refuse, saying so when the hook can tell the person."""
+    reason = store_refusal(root) if refused is not None else None
+    if reason is None or refused is None:
+        return 0
+    try:
+        answer = refused(reason)
+        if answer is not None:
+            out = stdout or sys.stdout
+            out.write(json.dumps(answer) + "\n")
+            out.flush()
+    except Exception:  # noqa: BLE001, S110 - nowhere to log: the store is the refused one
+        pass
     return 0

@@ -90,6 +90,7 @@ def session_start(ctx: HookContext) -> JSONObject | None:
     if compacted:
         ledger.rearm(ledger_file)
     ledger.prune(ctx.cache_dir, time.time())
+    planted = _planted_index_note(ctx)
     index = scopeindex.open_index(ctx.context_dir)  # warm the per-edit path
     summary = _summary_with_drift(store)
     parts = ["ctxkeeper project memory (.context/):", render_summary(summary)]
@@ -118,9 +119,91 @@ def session_start(ctx: HookContext) -> JSONObject | None:
         event="SessionStart",
     )
     note = _with_drift(note, summary.get("drift"))
+    for extra in (planted, _policy_note(store)):
+        if extra:
+            note = f"{note} {extra}" if note else extra
     if note:
         answer["systemMessage"] = note
     return answer
+
+
+#: The person's line when SessionStart cannot brief the session: the hooks fail open, and
+#: the person must not learn it from hook-errors.log alone.
+DELIVERY_OFF = (
+    "ctxkeeper: memory delivery is off for this session: {why}. The agent gets no project "
+    "memory and edits may not be gated until it is fixed: {fix}."
+)
+_WHY_CAP = 300
+
+
+def session_start_or_notice(ctx: HookContext) -> JSONObject | None:
+    """:func:`session_start`, failing open with one line for the person when the store cannot
+    be read (a journal line that does not parse, a broken config...). Bad stdin stays silent:
+    it is Claude Code's, not the person's to fix."""
+    from ctxkeeper.plugin.hookio import HookInputError, log_error
+
+    try:
+        return session_start(ctx)
+    except HookInputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - fail open, and say so
+        log_error(ctx.context_dir, "SessionStart", f"{type(exc).__name__}: {exc}")
+        why = " ".join(str(exc).split()).rstrip(".") or type(exc).__name__
+        if len(why) > _WHY_CAP:
+            why = why[: _WHY_CAP - 3] + "..."
+        fix = (
+            "`ctxkeeper doctor` in your terminal says what is wrong, and "
+            "`ctxkeeper doctor --repair` repairs what it can"
+        )
+        return {"systemMessage": DELIVERY_OFF.format(why=why, fix=fix)}
+
+
+def _policy_note(store: Store) -> str | None:
+    """One line when ``review`` or ``hard_delivery`` differs from the committed config or
+    changed since the last session; a change not journaled yet is journaled first."""
+    from ctxkeeper.core import policywatch
+    from ctxkeeper.core.errors import CtxkeeperError
+    from ctxkeeper.plugin.hookio import log_error
+
+    config = store.config()
+    if policywatch.needs_journal(store.dir, config):
+        try:
+            with store.transaction():
+                pass  # the transaction journals the change it sees (Store._policy_change)
+        except (CtxkeeperError, OSError) as exc:
+            log_error(store.dir, "SessionStart", f"policy change not journaled: {exc}")
+    found = policywatch.session_notes(store.root, store.dir, config)
+    if not found:
+        return None
+    return (
+        f"ctxkeeper: {'; '.join(found)} (`git diff .context/config.json` or "
+        "`git log -p .context/config.json` shows who changed it)."
+    )
+
+
+def _planted_index_note(ctx: HookContext) -> str | None:
+    """One line when a symbolic link sits where the scope index belongs (a cloned repository
+    can ship one): opening the index replaces it by a real directory, never following it."""
+    if not os.path.islink(os.path.join(ctx.cache_dir, scopeindex.INDEX_DIR)):
+        return None
+    return (
+        "ctxkeeper: .context/cache/scope-index was a symbolic link (not ctxkeeper's; a cloned "
+        "repository can ship one); it was replaced by a real directory rebuilt from the store, "
+        "and nothing was read or written through it."
+    )
+
+
+def refused_store(reason: str) -> JSONObject:
+    """The person's line for a store the hooks refuse to use (``hookio.store_refusal``)."""
+    link = ".context/cache" if reason.startswith(".context/cache") else ".context"
+    fix = (
+        f"`rm {link}` removes the link (not what it points at), and ctxkeeper makes a real "
+        "directory there"
+        if link == ".context/cache"
+        else "put the store itself at .context instead of a link to it"
+    )
+    why = f"{reason}, and ctxkeeper never follows links in its store (a cloned repository can ship one)"
+    return {"systemMessage": DELIVERY_OFF.format(why=why, fix=fix)}
 
 
 #: Seconds the session's drift check may spend in git: the hook has 20 (hooks.json), and the
