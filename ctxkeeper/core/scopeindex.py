@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 
 from ctxkeeper.core import jsonlite as json
+from ctxkeeper.core import provenance
 from ctxkeeper.core.scope import normalize_scope
 
 TYPE_CHECKING = False
@@ -26,10 +27,11 @@ if TYPE_CHECKING:
 
     from ctxkeeper.core._types import JSONObject, JSONValue
 
-    #: id, hardness, rule, reason, valid_from, valid_until, scope key
+    #: id, hardness, rule, reason, valid_from, valid_until, provenance code, scope key
     Record = list[str]
 
-INDEX_VERSION = 1
+#: 2: records carry the provenance code (``ctxkeeper.core.provenance``) before the scope key.
+INDEX_VERSION = 2
 INDEX_DIR = "scope-index"
 META_FILE = "meta.json"
 #: Text longer than this is cut in the index: a hook's output is capped at 10,000 characters.
@@ -109,22 +111,26 @@ def _cut(value: JSONValue) -> str:
 #: Each entry's records as the last index build made them, by id with the entry object: a
 #: long-running writer rebuilds the index after every write, and stored entries are replaced
 #: on change, never changed in place, so an entry seen before has the same records.
-_MEMO: dict[str, tuple[JSONObject, list[Record]]] = {}
+_MEMO: dict[str, tuple[JSONObject, str, list[Record]]] = {}
 #: shard_of per (key, shard count), for the writer that rebuilds the index after every write.
 _SHARDS: dict[tuple[str, int], int] = {}
 
 
-def _records(entries: Iterable[JSONObject]) -> dict[str, list[Record]]:
+def _records(entries: Iterable[JSONObject], approvals: dict[str, str]) -> dict[str, list[Record]]:
     by_key: dict[str, list[Record]] = {}
-    memo: dict[str, tuple[JSONObject, list[Record]]] = {}
+    memo: dict[str, tuple[JSONObject, str, list[Record]]] = {}
     for entry in entries:
         if entry.get("kind") != "constraint" or entry.get("status") != "active":
             continue  # no records (see _entry_records), and most entries are these
         entry_id = entry.get("id")
+        made = provenance.code(entry.get("origin"), approvals.get(str(entry_id), ""))
         known = _MEMO.get(entry_id) if isinstance(entry_id, str) else None
-        records = known[1] if known is not None and known[0] is entry else _entry_records(entry)
+        if known is not None and known[0] is entry and known[1] == made:
+            records = known[2]
+        else:
+            records = _entry_records(entry, made)
         if isinstance(entry_id, str):
-            memo[entry_id] = (entry, records)
+            memo[entry_id] = (entry, made, records)
         for record in records:
             by_key.setdefault(record[-1], []).append(record)
     _MEMO.clear()
@@ -132,8 +138,11 @@ def _records(entries: Iterable[JSONObject]) -> dict[str, list[Record]]:
     return by_key
 
 
-def _entry_records(entry: JSONObject) -> list[Record]:
-    """The records of one entry, one per scope key (none unless an active constraint)."""
+def _entry_records(entry: JSONObject, made: str = "in") -> list[Record]:
+    """The records of one entry, one per scope key (none unless an active constraint).
+
+    :param made: its provenance code (``ctxkeeper.core.provenance.code``).
+    """
     if entry.get("kind") != "constraint" or entry.get("status") != "active":
         return []
     entry_id = entry.get("id")
@@ -159,6 +168,7 @@ def _entry_records(entry: JSONObject) -> list[Record]:
         _cut(entry.get("reason")),
         _bound(entry.get("valid_from")),
         _bound(entry.get("valid_until")),
+        made,
     ]
     return [[*base, key] for key in sorted(keys)]
 
@@ -260,7 +270,7 @@ def write_index(
     cache = real_dir(os.path.join(context_dir, "cache"))
     root = real_dir(os.path.join(cache, INDEX_DIR))
     stamp = stamp if stamp is not None else source_stamp(context_dir)
-    by_key = _records(entries)
+    by_key = _records(entries, provenance.approvals(context_dir))
     shards = _shard_count(sum(len(records) for records in by_key.values()))
     directory = real_dir(os.path.join(root, f"n{shards}"))
     buckets: list[dict[str, list[Record]]] = [{} for _ in range(shards)]
