@@ -16,7 +16,10 @@ from ctxkeeper.core.framing import (
     literal,
 )
 from ctxkeeper.core.provenance import approvals, code, describe
-from ctxkeeper.read.render import HEADLINE_FIELD
+from ctxkeeper.read.render import HEADLINE_FIELD, pending_line
+
+#: The entry field holding the agent's proposed changes (ctxkeeper.core.changes).
+PENDING = "pending_changes"
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -50,9 +53,19 @@ def entry_block(entry: Mapping[str, JSONValue], made: str, note: str = "") -> li
     fields = [
         (key.replace("_", " "), value)
         for key, value in entry.items()
-        if key not in _NOT_SHOWN and value not in (None, [], "")
+        if key not in _NOT_SHOWN and key != PENDING and value not in (None, [], "")
     ]
-    return entry_lines(str(entry.get("id")), facts_of(entry) + note, made, fields)
+    lines = entry_lines(str(entry.get("id")), facts_of(entry) + note, made, fields)
+    changes = entry.get(PENDING)
+    for change in changes if isinstance(changes, list) else []:
+        if isinstance(change, dict):
+            # Our words, with the stored names in them escaped as a quoted value would be.
+            lines.append(f"    pending change {literal(pending_line(change))[1:-1]}")
+            if change.get("fields"):
+                lines.append(f"      proposed values: {literal(change.get('fields'))}")
+    if isinstance(changes, list) and changes:
+        lines.append("    (the fields above stay in force until a person decides)")
+    return lines
 
 
 def framed(blocks: Iterable[list[str]]) -> str:
