@@ -549,15 +549,15 @@ class TestHooksAndSummary:
         lines = {
             line.split(" ")[1]: line for line in gate.reason.splitlines() if line.startswith("- ")
         }
-        assert "[drifted: 2 commits touched its scope" in lines[drifting]
-        assert "[drifted" not in lines[steady]
+        assert "; drifted: 2 commits touched its scope" in lines[drifting]
+        assert "drifted" not in lines[steady]
 
         # A new commit makes the cache stale: the gate then says nothing about drift.
         commit(repo, "auth 3", {"src/auth/login.py": "login = 4\n"})
         again = run_hook("PreToolUse", edit(repo / "src" / "auth" / "login.py", session="s2"), repo)
         assert again.denied
         assert drifting in again.reason
-        assert "[drifted" not in again.reason
+        assert "; drifted" not in again.reason
 
     def test_the_cache_is_keyed_by_head_and_store(self, repo: Path) -> None:
         store = Store.open(str(repo))

@@ -72,8 +72,10 @@ class TestGate:
         assert first.denied
         assert hard in first.reason
         assert soft in first.reason
-        assert "(hard, scope api)" in first.reason
-        assert "(soft, scope api/users.py)" in first.reason
+        # Framed as stored memory (core/framing.py): our words in the head, the text quoted.
+        assert '(hard constraint, scope "api"; recorded by a person in this clone)' in first.reason
+        assert '(soft constraint, scope "api/users.py"; recorded by a person' in first.reason
+        assert '    rule: "API handlers validate the request schema first"' in first.reason
         assert "may be re-issued" in first.reason
         again = run_hook("PreToolUse", edit(target), project, inprocess=inprocess)
         assert again.returncode == 0
@@ -119,8 +121,7 @@ class TestGate:
         assert first.denied
         shown = [i for i in ids if i in first.reason]
         assert len(shown) == 5
-        assert "2 more constraint(s) cover core/x.py" in first.reason
-        assert "get_context with path='core/x.py'" in first.reason
+        assert '2 more constraint(s) cover it; get_context with path="core/x.py"' in first.reason
         second = run_hook("PreToolUse", edit(project / "core" / "x.py"), project)
         assert second.stdout == ""
         # The two not shown were marked delivered too: another file they govern passes.
@@ -708,6 +709,9 @@ class TestImportLight:
             "ctxkeeper.plugin.ledger",
             "ctxkeeper.core.scope",
             "ctxkeeper.core.errors",
+            # How entries are quoted and where their word comes from (jsonlite and os only).
+            "ctxkeeper.core.framing",
+            "ctxkeeper.core.provenance",
             # The drift cache and the HEAD it is keyed by, read as data (no subprocess).
             "ctxkeeper.core.driftcache",
             "ctxkeeper.core.githead",

@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 
 from ctxkeeper.core import jsonlite as json
+from ctxkeeper.core import provenance
 from ctxkeeper.core.scope import normalize_scope
 
 TYPE_CHECKING = False
@@ -33,11 +34,12 @@ if TYPE_CHECKING:
 
     from ctxkeeper.core._types import JSONObject, JSONValue
 
-    #: id, hardness, rule, reason, valid_from, valid_until, scope key
+    #: id, hardness, rule, reason, valid_from, valid_until, provenance code, scope key
     Record = list[str]
 
-#: Version 2 added the shard digests and ``built_from``; a version-1 index is rebuilt.
-INDEX_VERSION = 2
+#: 3: the shard digests and ``built_from``, and records carry the provenance code
+#: (``ctxkeeper.core.provenance``) before the scope key; an older index is rebuilt.
+INDEX_VERSION = 3
 INDEX_DIR = "scope-index"
 META_FILE = "meta.json"
 #: Text longer than this is cut in the index: a hook's output is capped at 10,000 characters.
@@ -126,22 +128,26 @@ def _cut(value: JSONValue) -> str:
 #: Each entry's records as the last index build made them, by id with the entry object: a
 #: long-running writer rebuilds the index after every write, and stored entries are replaced
 #: on change, never changed in place, so an entry seen before has the same records.
-_MEMO: dict[str, tuple[JSONObject, list[Record]]] = {}
+_MEMO: dict[str, tuple[JSONObject, str, list[Record]]] = {}
 #: shard_of per (key, shard count), for the writer that rebuilds the index after every write.
 _SHARDS: dict[tuple[str, int], int] = {}
 
 
-def _records(entries: Iterable[JSONObject]) -> dict[str, list[Record]]:
+def _records(entries: Iterable[JSONObject], approvals: dict[str, str]) -> dict[str, list[Record]]:
     by_key: dict[str, list[Record]] = {}
-    memo: dict[str, tuple[JSONObject, list[Record]]] = {}
+    memo: dict[str, tuple[JSONObject, str, list[Record]]] = {}
     for entry in entries:
         if entry.get("kind") != "constraint" or entry.get("status") != "active":
             continue  # no records (see _entry_records), and most entries are these
         entry_id = entry.get("id")
+        made = provenance.code(entry.get("origin"), approvals.get(str(entry_id), ""))
         known = _MEMO.get(entry_id) if isinstance(entry_id, str) else None
-        records = known[1] if known is not None and known[0] is entry else _entry_records(entry)
+        if known is not None and known[0] is entry and known[1] == made:
+            records = known[2]
+        else:
+            records = _entry_records(entry, made)
         if isinstance(entry_id, str):
-            memo[entry_id] = (entry, records)
+            memo[entry_id] = (entry, made, records)
         for record in records:
             by_key.setdefault(record[-1], []).append(record)
     _MEMO.clear()
@@ -149,8 +155,11 @@ def _records(entries: Iterable[JSONObject]) -> dict[str, list[Record]]:
     return by_key
 
 
-def _entry_records(entry: JSONObject) -> list[Record]:
-    """The records of one entry, one per scope key (none unless an active constraint)."""
+def _entry_records(entry: JSONObject, made: str = "in") -> list[Record]:
+    """The records of one entry, one per scope key (none unless an active constraint).
+
+    :param made: its provenance code (``ctxkeeper.core.provenance.code``).
+    """
     if entry.get("kind") != "constraint" or entry.get("status") != "active":
         return []
     entry_id = entry.get("id")
@@ -176,6 +185,7 @@ def _entry_records(entry: JSONObject) -> list[Record]:
         _cut(entry.get("reason")),
         _bound(entry.get("valid_from")),
         _bound(entry.get("valid_until")),
+        made,
     ]
     return [[*base, key] for key in sorted(keys)]
 
@@ -297,7 +307,7 @@ def write_index(
     cache = real_dir(os.path.join(context_dir, "cache"))
     root = _index_dir(os.path.join(cache, INDEX_DIR))
     stamp = stamp if stamp is not None else source_stamp(context_dir)
-    buckets = _buckets(entries)
+    buckets = _buckets(context_dir, entries)
     shards = len(buckets)
     directory = _index_dir(os.path.join(root, f"n{shards}"))
     digests: list[str] = []
@@ -324,9 +334,9 @@ def write_index(
     return Index(directory, shards, hard_delivery, digests)
 
 
-def _buckets(entries: Iterable[JSONObject]) -> list[dict[str, list[Record]]]:
+def _buckets(context_dir: str, entries: Iterable[JSONObject]) -> list[dict[str, list[Record]]]:
     """The records of these entries, by shard, then by scope key."""
-    by_key = _records(entries)
+    by_key = _records(entries, provenance.approvals(context_dir))
     shards = _shard_count(sum(len(records) for records in by_key.values()))
     buckets: list[dict[str, list[Record]]] = [{} for _ in range(shards)]
     for key in sorted(by_key):
@@ -460,7 +470,7 @@ def verify(context_dir: str, entries: Iterable[JSONObject]) -> list[str]:
         return [f"{os.path.join(root, META_FILE)} does not parse"]
     if not isinstance(meta, dict) or meta.get("stamp") != source_stamp(context_dir):
         return []  # absent or stale: every reader rebuilds it before use
-    buckets = _buckets(entries)
+    buckets = _buckets(context_dir, entries)
     expected = shard_bytes(buckets)
     digests = [content_digest(shard) for shard in expected]
     hard = _hard_delivery(context_dir)

@@ -11,9 +11,11 @@ import json
 from collections.abc import Callable
 from typing import Final
 
+from ctxkeeper.core import framing
 from ctxkeeper.core.model import ITEM_MAX, LIST_MAX, TEXT_MAX
+from ctxkeeper.core.provenance import describe
 from ctxkeeper.mcp.tooldef import ToolResult, ToolSpec
-from ctxkeeper.read import render
+from ctxkeeper.read import framed, render
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -227,13 +229,23 @@ def _context(store: Store, args: JSONObject) -> ToolResult:
     from ctxkeeper.read.rank import get_context
 
     result = get_context(store, args)
-    truncated = _cap(result, "results")
-    blocks = [render.relevance_line(result)]
+    approved = framed.provenance_codes(store)
     for item in _dicts(result.get("results")):
-        label = f" [{item['label']}]" if item.get("label") else ""
         entry = item.get("entry")
-        body = render.block(entry) if isinstance(entry, dict) else str(item.get("line"))
-        blocks.append(f"{body}{label}{render.terms_line(item)}")
+        if isinstance(entry, dict):
+            item["provenance"] = framed.provenance_text(entry, approved)
+    truncated = _cap(result, "results")
+    found: list[list[str]] = []
+    for item in _dicts(result.get("results")):
+        label = f", {framing.literal(str(item['label']))[1:-1]}" if item.get("label") else ""
+        entry = item.get("entry")
+        terms = render.terms_line(item).strip()
+        if isinstance(entry, dict):
+            block = framed.entry_block(entry, framed.code_of(entry, approved), label)
+        else:
+            block = [f"- {framing.literal(str(item.get('line')))}"]
+        found.append([*block, *([f"    {terms}"] if terms else [])])
+    blocks = [render.relevance_line(result), *([framed.framed(found)] if found else [])]
     if result["budget_truncated"] or truncated:
         blocks.append(
             f"budget reached; left out: {', '.join(_dicts_or_ids(result.get('dropped_ids')))}"
@@ -251,7 +263,10 @@ def _query(store: Store, args: JSONObject) -> ToolResult:
         f"{result['total']} match(es)"
         + (" (showing the first; narrow the filters or lower limit)" if result["truncated"] else "")
     ]
-    lines.extend(render.one_line(e) for e in _dicts(result.get("results")))
+    approved = framed.provenance_codes(store)
+    listed = [[framed.entry_line(e, approved)] for e in _dicts(result.get("results"))]
+    if listed:
+        lines.append(framed.framed(listed))
     return ToolResult(result, "\n".join(lines), truncated=bool(result["truncated"]))
 
 
@@ -264,8 +279,12 @@ def _get(store: Store, args: JSONObject) -> ToolResult:
     assert isinstance(history, list)
     entry = result["entry"]
     assert isinstance(entry, dict)
-    text = render.block(entry) + "\n\nhistory:\n" + render.history(history)
-    return ToolResult({**result, "history_truncated": cut}, text, truncated=cut)
+    made = framed.code_of(entry, framed.provenance_codes(store))
+    text = framed.framed(
+        [framed.entry_block(entry, made), framed.history_block(str(entry.get("id")), history)]
+    )
+    structured = {**result, "provenance": describe(made), "history_truncated": cut}
+    return ToolResult(structured, text, truncated=cut)
 
 
 def _update(store: Store, args: JSONObject) -> ToolResult:

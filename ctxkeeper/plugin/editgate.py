@@ -5,7 +5,11 @@ denied with those constraints as the reason, so the model reads them before the 
 and re-issues a compliant edit, which then passes (DESIGN.md promise 4). Soft constraints ride
 along as ``additionalContext``. Edits of the store itself are denied with the MCP tool to use.
 
-Import-light on purpose (con-001-5f40): the scope index, the ledger and ``ctxkeeper.core.scope``.
+Constraints go out framed as stored project memory (``ctxkeeper.core.framing``): quoted, with
+their provenance, so a rule's text cannot pass for our words or the user's.
+
+Import-light on purpose (con-001-5f40): the scope index, the ledger, ``ctxkeeper.core.scope``
+and ``ctxkeeper.core.framing``.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import os
 
 from ctxkeeper.core import driftcache, scopeindex
+from ctxkeeper.core.framing import MEMORY_END, MEMORY_HEAD, entry_lines, literal
 from ctxkeeper.core.scope import relative_path
 from ctxkeeper.plugin import ledger
 from ctxkeeper.plugin.hookio import HookInputError, utc_now
@@ -69,16 +74,18 @@ STORE_EDIT_REASON = (
 )
 
 
-def describe(record: Record) -> str:
-    """One constraint as plain facts: id, hardness, scope, rule, reason."""
-    entry_id, hardness, rule, reason, *_rest, key = record
-    scope = key or "whole project"
-    return f"- {entry_id} ({hardness}, scope {scope}): {rule} Reason: {reason}"
+def describe(record: Record, note: str = "") -> list[str]:
+    """One constraint as the model reads it: our words for its id, hardness, scope and
+    provenance (and ``note``), then its rule and reason quoted (``ctxkeeper.core.framing``)."""
+    entry_id, hardness, rule, reason, *_bounds, made, key = record
+    scope = literal(key) if key else "whole project"
+    facts = f"{hardness} constraint, scope {scope}{note}"
+    return entry_lines(entry_id, facts, made, (("rule", rule), ("reason", reason)))
 
 
 def _order(record: Record) -> tuple[int, int, str]:
     # Hard first, then the narrowest scope (the rule written for this very place), then id.
-    return (record[1] != "hard", -len(record[6].split("/")) if record[6] else 0, record[0])
+    return (record[1] != "hard", -len(record[-1].split("/")) if record[-1] else 0, record[0])
 
 
 def _drift_note(entry_id: str, drifted: dict[str, int], orphaned: set[str]) -> str:
@@ -92,11 +99,11 @@ def _drift_note(entry_id: str, drifted: dict[str, int], orphaned: set[str]) -> s
         )
     if entry_id in orphaned:
         notes.append("a scope path of it no longer exists")
-    return f" [drifted: {'; '.join(notes)}]" if notes else ""
+    return f"; drifted: {', '.join(notes)}" if notes else ""
 
 
 def _pointer(rel: str, hidden: int) -> str:
-    return f"{hidden} more constraint(s) cover {rel}; get_context with path={rel!r} lists them all."
+    return f"{hidden} more constraint(s) cover it; get_context with path={literal(rel)} lists them all."
 
 
 def _real_relative(path: str, root: str, rel: str) -> str | None:
@@ -139,14 +146,17 @@ def gate(ctx: HookContext, path: str) -> JSONObject | None:
     shown = fresh[:SHOWN_PER_CALL]
     hard = [r for r in fresh if r[1] == "hard"]
     drifted, orphaned = driftcache.read(ctx.context_dir, ctx.root)
-    lines = [describe(record) + _drift_note(record[0], drifted, orphaned) for record in shown]
+    lines = [MEMORY_HEAD]
+    for record in shown:
+        lines += describe(record, _drift_note(record[0], drifted, orphaned))
+    lines.append(MEMORY_END)
     if len(fresh) > len(shown):
         lines.append(_pointer(rel, len(fresh) - len(shown)))
     if hard and index.hard_delivery == "gate":
         # Every hard one counts as delivered, shown or not: one denial per file per session.
         ledger.mark(ledger_file, dict.fromkeys([r[0] for r in hard] + [r[0] for r in shown]))
         head = (
-            f"ctxkeeper: {rel} is governed by {len(hard)} hard "
+            f"ctxkeeper: {literal(rel)} is governed by {len(hard)} hard "
             f"constraint{'' if len(hard) == 1 else 's'} not yet shown in this session, so "
             "this edit was held back before it ran:"
         )
@@ -156,7 +166,7 @@ def gate(ctx: HookContext, path: str) -> JSONObject | None:
         )
         return _deny("\n".join([head, *lines, tail]))
     ledger.mark(ledger_file, [r[0] for r in shown])
-    head = f"ctxkeeper: constraints in force for {rel}:"
+    head = f"ctxkeeper: constraints in force for {literal(rel)}:"
     return {
         "hookSpecificOutput": {
             "hookEventName": _EVENT,

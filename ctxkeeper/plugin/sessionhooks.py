@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 #: Claude Code moves hook text over 10,000 characters to a file; stay below it.
 CONTEXT_CAP = 9500
 UNVERIFIED_DAYS = 90
+#: Room kept for the lines that open and close the stored entries (core/framing.py).
+FRAME_ROOM = 320
 #: The compaction note looks for likely duplicates up to this many live entries: beyond it
 #: the check alone passes a second (PreCompact's timeout is 5 s; bench/quality.py measures).
 HOOK_DUPLICATES_UP_TO = 3000
@@ -49,13 +51,29 @@ def _live_constraints(store: Store) -> list[JSONObject]:
     ]
 
 
-def _line(entry: JSONObject) -> str:
+def _lines(entry: JSONObject, approved: dict[str, str]) -> str:
+    """One constraint as the model reads it: quoted, with its provenance (core/framing.py)."""
+    from ctxkeeper.core.framing import entry_lines, literal
+    from ctxkeeper.core.provenance import code
+
     scope = entry.get("scope")
-    where = ", ".join(str(s) for s in scope) if isinstance(scope, list) and scope else ""
-    return (
-        f"- {entry.get('id')} ({entry.get('hardness')}, scope {where or 'whole project'}): "
-        f"{entry.get('rule')} Reason: {entry.get('reason')}"
-    )
+    where = literal(scope) if isinstance(scope, list) and scope else "whole project"
+    facts = f"{literal(str(entry.get('hardness')))[1:-1]} constraint, scope {where}"
+    made = code(entry.get("origin"), approved.get(str(entry.get("id")), ""))
+    fields = (("rule", entry.get("rule")), ("reason", entry.get("reason")))
+    return "\n".join(entry_lines(str(entry.get("id")), facts, made, fields))
+
+
+def _framed(lines: list[str]) -> list[str]:
+    from ctxkeeper.core.framing import MEMORY_END, MEMORY_HEAD
+
+    return [MEMORY_HEAD, *lines, MEMORY_END] if lines else []
+
+
+def _approvals(store: Store) -> dict[str, str]:
+    from ctxkeeper.core.provenance import approvals
+
+    return approvals(store.dir)
 
 
 def _fit(lines: list[str], room: int) -> list[str]:
@@ -100,10 +118,11 @@ def session_start(ctx: HookContext) -> JSONObject | None:
         key=lambda e: str(e.get("id")),
     )
     head = "Project-wide hard constraints (they cover every file):"
-    room = CONTEXT_CAP - sum(len(p) + 1 for p in parts) - len(head) - 1
-    shown = _fit([_line(e) for e in wide], room)
+    room = CONTEXT_CAP - sum(len(p) + 1 for p in parts) - len(head) - 1 - FRAME_ROOM
+    approved = _approvals(store)
+    shown = _fit([_lines(e, approved) for e in wide], room)
     if shown:
-        parts += [head, *shown]
+        parts += [head, *_framed(shown)]
         ledger.mark(ledger_file, [str(e["id"]) for e in wide[: len(shown)]])
     answer: JSONObject = {
         "hookSpecificOutput": {
@@ -325,9 +344,10 @@ def subagent_start(ctx: HookContext) -> JSONObject | None:
     if not entries:
         return None
     head = "ctxkeeper constraints in force in this project (hard first):"
-    room = min(store.config().summary_budget * 4, CONTEXT_CAP) - len(head) - 1
-    shown = _fit([_line(e) for e in entries], room - 120)
-    lines = [head, *shown]
+    room = min(store.config().summary_budget * 4, CONTEXT_CAP) - len(head) - 1 - FRAME_ROOM
+    approved = _approvals(store)
+    shown = _fit([_lines(e, approved) for e in entries], room - 120)
+    lines = [head, *_framed(shown)]
     if len(shown) < len(entries):
         lines.append(
             f"{len(entries) - len(shown)} more; get_context with path=<file> lists those "

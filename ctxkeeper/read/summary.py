@@ -7,8 +7,10 @@ from typing import Final
 
 from ctxkeeper.core import times
 from ctxkeeper.core.changes import awaiting_decision, pending_changes
+from ctxkeeper.core.framing import MEMORY_END, MEMORY_HEAD
 from ctxkeeper.core.model import KINDS, STATUSES
-from ctxkeeper.read.render import one_line
+from ctxkeeper.core.provenance import approvals
+from ctxkeeper.read.framed import entry_line, provenance_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -59,8 +61,9 @@ def project_summary(
     drift = drift_summary(store) if with_drift else None
     if drift is not None:
         remaining -= len(json.dumps(drift))
-    hard_items, remaining, cut_hard = _fit(hard, remaining, with_scope=True)
-    recent_items, remaining, cut_recent = _fit(recent, remaining, with_scope=False)
+    approved = approvals(store.dir)
+    hard_items, remaining, cut_hard = _fit(hard, remaining, approved, with_scope=True)
+    recent_items, remaining, cut_recent = _fit(recent, remaining, approved, with_scope=False)
     return {
         "total": len(entries),
         "counts": counts,
@@ -130,11 +133,15 @@ def _count(entries: Iterable[JSONObject], kind: str, status: str) -> int:
 
 
 def _fit(
-    entries: list[JSONObject], remaining: int, *, with_scope: bool
+    entries: list[JSONObject], remaining: int, approved: dict[str, str], *, with_scope: bool
 ) -> tuple[list[JSONValue], int, bool]:
     items: list[JSONValue] = []
     for entry in entries:
-        item: JSONObject = {"id": entry["id"], "line": one_line(entry)}
+        item: JSONObject = {
+            "id": entry["id"],
+            "line": entry_line(entry, approved),
+            "provenance": provenance_text(entry, approved),
+        }
         if with_scope:
             item["scope"] = entry.get("scope")
             item["reason"] = entry.get("reason")
@@ -157,13 +164,18 @@ def render_summary(summary: JSONObject) -> str:
             )
         )
     hard = summary.get("hard_constraints")
-    if isinstance(hard, list) and hard:
-        lines.append("hard constraints in force:")
-        lines.extend(f"  {item['line']}" for item in hard if isinstance(item, dict))
     recent = summary.get("recent_decisions")
-    if isinstance(recent, list) and recent:
-        lines.append("recent decisions:")
-        lines.extend(f"  {item['line']}" for item in recent if isinstance(item, dict))
+    listed = [
+        (title, [item for item in items if isinstance(item, dict)])
+        for title, items in (("hard constraints in force:", hard), ("recent decisions:", recent))
+        if isinstance(items, list) and items
+    ]
+    if listed:
+        lines.append(MEMORY_HEAD)
+        for title, items in listed:
+            lines.append(title)
+            lines.extend(f"  {item['line']}" for item in items)
+        lines.append(MEMORY_END)
     drift = drift_line(summary.get("drift"))
     if drift:
         lines.append(drift)
