@@ -346,6 +346,47 @@ class TestHumanOnlyDenials:
         assert [e["status"] for e in entries(workspace)] == ["proposed"]
 
 
+class TestCliThroughBash:
+    def test_the_agents_ctxkeeper_add_lands_as_a_proposal(self, workspace: Workspace) -> None:
+        rule_id = add_constraint(
+            workspace, MIGRATION_RULE, MIGRATION_REASON, "hard", "db/migrations/"
+        )
+        # What an agent that read the README's "Using it" does, through its Bash tool.
+        add = (
+            f"PYTHONPATH={REPO_ROOT} python3 -m ctxkeeper add constraint "
+            "--rule 'Applied migrations may be edited while the branch is unreleased' "
+            "--reason 'Unreleased branches never reach production, so no schema can drift there' "
+            f"--hardness soft --scope db/migrations/ --supersedes {rule_id}"
+        )
+        session = workspace.run([[ToolCall("Bash", {"command": add})], "done"])
+        assert not session.tool_result(0).get("is_error"), session.tool_text(0)
+        assert "as a proposal: it awaits a person's review" in session.tool_text(0)
+        by_id = {str(e["id"]): e for e in entries(workspace)}
+        [new_id] = [i for i in by_id if i != rule_id]
+        assert (by_id[new_id]["status"], by_id[new_id]["origin"]) == ("proposed", "agent")
+        # The person's hard rule stays in force, its supersession waiting for them.
+        rule = by_id[rule_id]
+        assert (rule["status"], rule["hardness"]) == ("active", "hard")
+        pending = rule["pending_changes"]
+        assert isinstance(pending, list)
+        assert [c["op"] for c in pending if isinstance(c, dict)] == ["supersede"]
+        # Control: the same command in the person's own shell supersedes at once.
+        mine = workspace.cli(
+            "add",
+            "constraint",
+            "--rule",
+            "Applied migrations are never edited in place",
+            "--reason",
+            MIGRATION_REASON,
+            "--hardness",
+            "hard",
+            "--supersedes",
+            rule_id,
+        )
+        assert isinstance(mine, dict)
+        assert {str(e["id"]): e["status"] for e in entries(workspace)}[rule_id] == "superseded"
+
+
 def clean_copy(destination: Path) -> Path:
     """The checkout as a clone holds it: tracked and unignored files only (no .venv, .cache)."""
     listed = subprocess.run(
