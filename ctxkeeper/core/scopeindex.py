@@ -345,7 +345,10 @@ def _buckets(context_dir: str, entries: Iterable[JSONObject]) -> list[dict[str, 
             if len(_SHARDS) >= 65536:
                 _SHARDS.clear()
             shard = _SHARDS[key, shards] = shard_of(key, shards)
-        buckets[shard][key] = by_key[key]
+        # In id order, whatever order the store's entries came in (a write folds an import's
+        # entries in after the rest; a read lists them by id): the index is one function of the
+        # store, which is what doctor checks it against.
+        buckets[shard][key] = sorted(by_key[key], key=lambda record: record[0])
     return buckets
 
 

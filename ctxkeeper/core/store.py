@@ -414,7 +414,8 @@ class Store:
             held: dict[str, tuple[JSONObject, dict[str, JSONValue]]] = {}
             if state.hand_edited or audit_actor is not None:
                 manual, held = self._hand_edit_events(state, audit_actor, config.review)
-            observed = self._policy_change(config)
+            unrecorded = self._policy_change(config)
+            observed = unrecorded or []
             txn = Transaction(state, config, manual, read_journal=self.read_journal)
             if held:
                 _hold_for_review(txn, held, dict(audit_actor or self.writer or HAND_EDIT_ACTOR))
@@ -429,6 +430,8 @@ class Store:
             )
             if _WRITE_BEHIND[0] and txn.events and plain and txn.export_to is None:
                 self._defer(state, behind, deferred, self._append(state, [], txn.events))
+                if unrecorded is not None:
+                    policywatch.journaled(self.dir, config)
                 return
             _DEFERRED.pop(self.dir, None)
             wrote = bool(txn.events or manual or observed or behind)
@@ -437,7 +440,9 @@ class Store:
             committed = (
                 self._commit(state, [*observed, *manual], txn.events, txn.gate) if wrote else []
             )
-            if observed:
+            if unrecorded is not None:
+                # Once committed (a refused write leaves no file behind): the journal holds
+                # this policy now, so no later write looks again.
                 policywatch.journaled(self.dir, config)
             if txn.redact:
                 self._redact(state, txn.redact)
@@ -552,16 +557,14 @@ class Store:
         caught = self._caught_up(state, view)
         return caught, caught is not state, None
 
-    def _policy_change(self, config: Config) -> list[JSONObject]:
+    def _policy_change(self, config: Config) -> list[JSONObject] | None:
         """A change of ``review`` or ``hard_delivery`` not journaled yet, journaled ahead of
-        this write (so the history shows under which policy the write applied)."""
+        this write (so the history shows under which policy the write applied); None when the
+        journal already records this policy."""
         if not policywatch.needs_journal(self.dir, config):
-            return []
+            return None
         event = policywatch.change_event(self.dir, config, self.read_journal, at=times.now_iso())
-        if event is None:
-            policywatch.journaled(self.dir, config)  # the baseline, once: nothing changed
-            return []
-        return [event]
+        return [] if event is None else [event]
 
     def _hand_edit_events(
         self, state: State, actor: JSONObject | None, policy: str
