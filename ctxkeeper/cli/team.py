@@ -69,7 +69,11 @@ def import_(args: argparse.Namespace) -> int:
     from ctxkeeper.write.verbs import user_actor
 
     store = Store.open(args.project_dir)
-    report = import_snapshot(store, args.file, actor=user_actor(), fence="none")
+    # A person who names a file speaks for it; the team snapshot (no FILE) is the working
+    # tree's, which anything may have written: only the team's history vouches for it.
+    report = import_snapshot(
+        store, args.file, actor=user_actor(), fence="none", vouched_by_actor=args.file is not None
+    )
     notes = report.get("notes")
     lines = [summary_line(report), *map(str, notes if isinstance(notes, list) else [])]
     return views.emit(args, report, "\n".join(lines))
