@@ -33,6 +33,7 @@ from ctxkeeper.core.model import (
 from ctxkeeper.core.snapshot import default_path, digest, holds, untouched
 from ctxkeeper.core.snapshotformat import Snapshot, event_order, normal_entry, parse, same_event
 from ctxkeeper.core.snapshotpatch import CannotPatchError, line_key
+from ctxkeeper.write import heldback
 from ctxkeeper.write.importcheck import Checker
 from ctxkeeper.write.similarity import matching_tombstone
 
@@ -172,9 +173,11 @@ def _merged(
     checker: Checker | None,
 ) -> JSONObject:
     source = read[0]
+    kept = os.path.isfile(heldback.held_path(store))
     with store.transaction() as tx:
         tx.gate = checker.verdict if checker is not None else None
         report = _merge(store, tx, snapshot, source, who)
+        held = _HELD.pop(id(tx), [])
         tx.snapshot_read = read
         if (
             tx.config.auto_export
@@ -186,7 +189,28 @@ def _merged(
             # Rewrite the merged file in its normal form: one line per event, sorted, the
             # entries as every clone now holds them.
             tx.export_to = source
+    if held or kept:
+        arrived = [str(event["event"]) for event in tx.events if "event" in event]
+        heldback.keep(store, held, arrived)
     return report
+
+
+#: The events one transaction's merge held back, for :func:`_merged` to keep (by the id of
+#: the transaction, which lives only while the merge runs).
+_HELD: Final[dict[int, list[JSONObject]]] = {}
+
+
+def recheck_held(store: Store) -> JSONObject | None:
+    """Import the held-back events again once the upstream snapshot moved (SessionStart):
+    those the team's history now holds come in; None when nothing was due."""
+    if not heldback.recheck_due(store):
+        return None
+    path = heldback.held_path(store)
+    data = fsutil.read_bytes(path)
+    if data is None:
+        return None
+    with _no_cycle_collection():
+        return _import(store, (path, digest(data)), data, dict(IMPORT_ACTOR), False)
 
 
 def _already_normal(data: bytes, snapshot: Snapshot, tx: Transaction, report: JSONObject) -> bool:
@@ -232,6 +256,7 @@ def _merge(
             )
     local_only = sum(1 for event_id in known if event_id not in snapshot.events)
     held = [] if vouch or review == "off" else _held_back(store, foreign)
+    _HELD[id(tx)] = held
     if held:
         away = {str(event["event"]) for event in held}
         foreign = [event for event in foreign if str(event["event"]) not in away]
@@ -286,7 +311,7 @@ def _merge(
     if held:
         report["unchanged"] = False
         waiting = _list(report["awaiting_review"])
-        report["awaiting_review"] = sorted({*map(str, waiting), *presented})
+        report["awaiting_review"] = [*sorted({*map(str, waiting), *presented})]
     return report
 
 
@@ -372,6 +397,7 @@ def _stand_in(tx: Transaction, entry_id: str, tip: Mapping[str, JSONValue], at: 
         return True
     if current.get("status") not in _LIVE:
         return False
+    details: JSONObject
     if claimed is None or claimed.get("status") not in _LIVE:
         op, details = "deprecate", {"superseded_by": None}
     else:
