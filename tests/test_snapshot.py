@@ -305,9 +305,15 @@ class TestSessionStart:
     ) -> None:
         theirs = _clone(tmp_path, "theirs", filled)
         first = self._run(theirs.root)
-        assert "from the team snapshot: 3 new entries" in str(first.get("systemMessage"))
-        assert "1 await review" in str(first.get("systemMessage"))
-        assert theirs.load().entries == filled.load().entries
+        note = str(first.get("systemMessage"))
+        assert "from the team snapshot: 1 new entry" in note
+        # A copy with no git behind it: nothing vouches for the person's entries in it (the
+        # no-remote case), so they arrive as proposals for this clone's person to review.
+        assert "2 events claim to be a person's and are not in the team's history" in note
+        mine, held = filled.load().entries, theirs.load().entries
+        assert set(held) == set(mine)
+        assert {e["status"] for e in mine.values()} == {"active", "proposed"}
+        assert {e["status"] for e in held.values()} == {"proposed"}
         second = self._run(theirs.root)
         assert "team snapshot" not in str(second.get("systemMessage"))
         assert "awaiting review" in str(second.get("systemMessage"))  # the control still shows

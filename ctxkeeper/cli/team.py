@@ -71,7 +71,12 @@ def import_(args: argparse.Namespace) -> int:
 
     actor = cli_actor()
     store = Store.open(args.project_dir, writer=actor)
-    report = import_snapshot(store, args.file, actor=actor, fence="none")
+    # A person who names a file speaks for it (an agent never does); the team snapshot (no
+    # FILE) is the working tree's, which anything may have written: only the team's history
+    # vouches for it.
+    report = import_snapshot(
+        store, args.file, actor=actor, fence="none", vouched_by_actor=args.file is not None
+    )
     notes = report.get("notes")
     lines = [summary_line(report), *map(str, notes if isinstance(notes, list) else [])]
     return views.emit(args, report, "\n".join(lines))

@@ -34,7 +34,7 @@ from ctxkeeper.core.model import (
     ordered,
     stored_problems,
 )
-from ctxkeeper.core.teamlog import EVENT_FIELDS, OPTIONAL_FIELDS
+from ctxkeeper.core.teamlog import EVENT_FIELDS, OPTIONAL_FIELDS, STANDS_FOR
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -559,6 +559,10 @@ def _checked_event(
         if op != "purge" or not isinstance(blocks, dict) or set(blocks) - {"value_sha256", "at"}:
             raise fail("only a purge carries 'blocks', an object with value_sha256 and at")
         _check_digest({journal.REDACTED_KEY: blocks.get("value_sha256")}, fail)
+    if STANDS_FOR in value:
+        stands_for = value[STANDS_FOR]
+        if not isinstance(stands_for, str) or not EVENT_ID.fullmatch(stands_for):
+            raise fail(f"{STANDS_FOR} must be an event identity (16 lowercase hex digits)")
     if type(reason) is str:
         strings.add(reason)
     else:

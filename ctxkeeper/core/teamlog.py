@@ -25,8 +25,13 @@ if TYPE_CHECKING:
 #: journal record is this clone's (``seq``, ``prev``, ``hash``, ``tx``), and ``before`` follows
 #: from the parents.
 EVENT_FIELDS: Final = ("id", "at", "event", "version", "op", "actor", "reason", "parents", "after")
-#: Fields only some events carry, shared when present: a purge's value digest.
-OPTIONAL_FIELDS: Final = ("blocks",)
+#: An event that presents another for a person's review (an imported event that claims to be a
+#: person's and is not in the team's history) names it here; it is void once that event is
+#: among the entry's own (it arrived through the team's history, or a person imported it).
+STANDS_FOR: Final = "stands_for"
+#: Fields only some events carry, shared when present: a purge's value digest, a stand-in's
+#: claimed event.
+OPTIONAL_FIELDS: Final = ("blocks", STANDS_FOR)
 #: A local record that moved an entry to the resolved version of its branches after an import
 #: carries the versions it resolved here; it is this clone's bookkeeping, never shared.
 RESOLVES: Final = "resolves"
@@ -92,9 +97,21 @@ def heads(events: Iterable[Mapping[str, JSONValue]]) -> list[Mapping[str, JSONVa
     """The events of one entry that no other event of it followed: the tips of its branches."""
     group = list(events)
     followed = {str(p) for event in group for p in _parents(event)}
+    followed |= _void(group)
     tips = [event for event in group if str(event.get("event")) not in followed]
     # Parents that loop can only come from a hand-made file; every event is then a candidate.
     return tips or group
+
+
+def _void(group: list[Mapping[str, JSONValue]]) -> set[str]:
+    """The stand-ins among ``group`` whose event is among it too: the event they presented for
+    review arrived through the team's history, and it, not they, carries the entry on (a stand-in
+    is then as if that event followed it)."""
+    standing = [event for event in group if isinstance(event.get(STANDS_FOR), str)]
+    if not standing:
+        return set()
+    present = {str(event.get("event")) for event in group}
+    return {str(event.get("event")) for event in standing if event.get(STANDS_FOR) in present}
 
 
 def _live_after(event: Mapping[str, JSONValue]) -> JSONObject | None:
@@ -137,6 +154,10 @@ def resolve(
 ) -> tuple[JSONObject | None, list[str]]:
     """The version one entry's events fold to (None: purged) and the tips it was chosen from."""
     group = list(events)
+    present = {str(event.get("event")) for event in group}
+    void = _void(group)
+    if void:
+        group = [event for event in group if str(event.get("event")) not in void]
     tips = heads(group)
     best = max(tips, key=_precedence)
     after = _live_after(best)
@@ -145,7 +166,24 @@ def resolve(
         carried = _carried_changes(best, tips, group)
         if carried:
             value = {**value, PENDING: [*_pending(value), *carried]}
+    if value is not None and void:
+        value = _without_stand_ins(value, present)
     return value, sorted(str(tip.get("event")) for tip in tips)
+
+
+def _without_stand_ins(value: JSONObject, present: set[str]) -> JSONObject:
+    """``value`` without the pending changes that stood for an event now among its own."""
+    kept: list[JSONValue] = [
+        change
+        for change in _pending(value)
+        if not (isinstance(change, dict) and change.get(STANDS_FOR) in present)
+    ]
+    if len(kept) == len(_pending(value)):
+        return value
+    out = {key: item for key, item in value.items() if key != PENDING}
+    if kept:
+        out[PENDING] = kept
+    return out
 
 
 def _carried_changes(

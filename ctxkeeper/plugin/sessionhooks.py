@@ -268,13 +268,18 @@ def _import_team_snapshot(store: Store) -> str | None:
     from ctxkeeper.core import snapshot
 
     path = snapshot.default_path(store.dir)
-    if not os.path.isfile(path) or snapshot.untouched(store.dir, path):
+    changed = os.path.isfile(path) and not snapshot.untouched(store.dir, path)
+    held = os.path.isfile(store.path("held.jsonl"))  # held-back events, waiting for git
+    if not changed and not held:
         return None  # by its stat alone; a changed file is read once, by the import
     from ctxkeeper.core.errors import CtxkeeperError
-    from ctxkeeper.write.exchange import IMPORT_ACTOR, import_snapshot, summary_line
+    from ctxkeeper.write.exchange import IMPORT_ACTOR, import_snapshot, recheck_held, summary_line
 
     try:
-        report = import_snapshot(store, actor=dict(IMPORT_ACTOR))
+        report = import_snapshot(store, actor=dict(IMPORT_ACTOR)) if changed else None
+        report = (recheck_held(store) if held else None) or report
+        if report is None:
+            return None
     except CtxkeeperError as exc:
         return f"the team snapshot was not imported ({exc}); run `ctxkeeper import` to see why"
     return None if report.get("unchanged") else summary_line(report)

@@ -17,10 +17,12 @@ import operator
 import os
 from typing import Final
 
-from ctxkeeper.core import fsutil, snapshotformat, teamlog, times
-from ctxkeeper.core.errors import CtxkeeperError, SnapshotError, UsageError
-from ctxkeeper.core.journal import JOURNAL_VERSION, canonical
+from ctxkeeper.core import fsutil, snapshotformat, teamlog, times, upstream
+from ctxkeeper.core.changes import propose
+from ctxkeeper.core.errors import CtxkeeperError, SnapshotError, StateError, UsageError
+from ctxkeeper.core.journal import JOURNAL_VERSION, canonical, is_redacted
 from ctxkeeper.core.model import (
+    EDITABLE_FIELDS,
     TOMBSTONE_STATUSES,
     clean_fields,
     contract_floors,
@@ -31,6 +33,7 @@ from ctxkeeper.core.model import (
 from ctxkeeper.core.snapshot import default_path, digest, holds, untouched
 from ctxkeeper.core.snapshotformat import Snapshot, event_order, normal_entry, parse, same_event
 from ctxkeeper.core.snapshotpatch import CannotPatchError, line_key
+from ctxkeeper.write import heldback
 from ctxkeeper.write.importcheck import Checker
 from ctxkeeper.write.similarity import matching_tombstone
 
@@ -73,12 +76,23 @@ def export_snapshot(store: Store, path: str | None = None) -> JSONObject:
 
 
 def import_snapshot(
-    store: Store, path: str | None = None, *, actor: JSONObject, fence: str = "context"
+    store: Store,
+    path: str | None = None,
+    *,
+    actor: JSONObject,
+    fence: str = "context",
+    vouched_by_actor: bool | None = None,
 ) -> JSONObject:
     """Merge a snapshot into the store; return what arrived.
 
+    A person's event in the file counts as a person's only when the team's reviewed history
+    holds it (:mod:`ctxkeeper.core.upstream`) or ``vouched_by_actor``; any other is held back
+    and presented for review as the agent's (see :func:`_held_back`).
+
     :param fence: where ``path`` may be: ``"context"`` (inside ``.context/``, the agent's
         door) or ``"none"`` (a person at the CLI may import any file).
+    :param vouched_by_actor: ``actor`` is a person who speaks for what the file holds (a
+        person at their terminal who named it); by default, whenever ``actor`` is a person.
     :raise SnapshotError: the file is missing or wrong in any way; nothing was written.
     """
     store.require()
@@ -104,8 +118,9 @@ def import_snapshot(
     sha256 = digest(data)  # taken once: for the seen-file record and the checker's comparison
     if holds(store.dir, source, sha256):
         return _nothing_new(store, source)  # the same bytes, rewritten (a git checkout)
+    vouch = actor.get("origin") == "user" and vouched_by_actor is not False
     with _no_cycle_collection():
-        return _import(store, (source, sha256), data, actor)
+        return _import(store, (source, sha256), data, actor, vouch)
 
 
 def _nothing_new(store: Store, source: str) -> JSONObject:
@@ -127,16 +142,19 @@ def _no_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
-def _import(store: Store, read: tuple[str, str], data: bytes, actor: JSONObject) -> JSONObject:
+def _import(
+    store: Store, read: tuple[str, str], data: bytes, actor: JSONObject, vouch: bool
+) -> JSONObject:
     """Import ``data``, the bytes of the file ``read`` names with their digest."""
     # A large file's checks run in another process while this one merges and seals, and
     # nothing is written before their verdict (dec-028-9044).
     source = read[0]
     checker = Checker.start(source, data, read[1])
     if checker is None:
-        return _merged(store, read, data, parse(data, source), actor, None)
+        return _merged(store, read, data, parse(data, source), (actor, vouch), None)
     try:
-        return _merged(store, read, data, parse(data, source, checked=False), actor, checker)
+        snapshot = parse(data, source, checked=False)
+        return _merged(store, read, data, snapshot, (actor, vouch), checker)
     except Exception:
         # The unchecked file may have failed the merge anywhere: the checks' verdict names
         # the first bad line, as the checks run in line order here would have.
@@ -151,23 +169,48 @@ def _merged(
     read: tuple[str, str],
     data: bytes,
     snapshot: Snapshot,
-    actor: JSONObject,
+    who: tuple[JSONObject, bool],
     checker: Checker | None,
 ) -> JSONObject:
     source = read[0]
+    kept = os.path.isfile(heldback.held_path(store))
     with store.transaction() as tx:
         tx.gate = checker.verdict if checker is not None else None
-        report = _merge(store, tx, snapshot, source, actor)
+        report = _merge(store, tx, snapshot, source, who)
+        held = _HELD.pop(id(tx), [])
         tx.snapshot_read = read
         if (
             tx.config.auto_export
             and source == default_path(store.dir)
-            and not _already_normal(data, snapshot, tx, report)
+            and (report.get("held_back") or not _already_normal(data, snapshot, tx, report))
         ):
+            # A held-back event is not this clone's to pass on: the rewrite leaves it out (it
+            # reaches the team from the clone that made it, through the team's review).
             # Rewrite the merged file in its normal form: one line per event, sorted, the
             # entries as every clone now holds them.
             tx.export_to = source
+    if held or kept:
+        arrived = [str(event["event"]) for event in tx.events if "event" in event]
+        heldback.keep(store, held, arrived)
     return report
+
+
+#: The events one transaction's merge held back, for :func:`_merged` to keep (by the id of
+#: the transaction, which lives only while the merge runs).
+_HELD: Final[dict[int, list[JSONObject]]] = {}
+
+
+def recheck_held(store: Store) -> JSONObject | None:
+    """Import the held-back events again once the upstream snapshot moved (SessionStart):
+    those the team's history now holds come in; None when nothing was due."""
+    if not heldback.recheck_due(store):
+        return None
+    path = heldback.held_path(store)
+    data = fsutil.read_bytes(path)
+    if data is None:
+        return None
+    with _no_cycle_collection():
+        return _import(store, (path, digest(data)), data, dict(IMPORT_ACTOR), False)
 
 
 def _already_normal(data: bytes, snapshot: Snapshot, tx: Transaction, report: JSONObject) -> bool:
@@ -191,8 +234,9 @@ def _already_normal(data: bytes, snapshot: Snapshot, tx: Transaction, report: JS
 
 
 def _merge(
-    store: Store, tx: Transaction, snapshot: Snapshot, source: str, actor: JSONObject
+    store: Store, tx: Transaction, snapshot: Snapshot, source: str, who: tuple[JSONObject, bool]
 ) -> JSONObject:
+    actor, vouch = who
     review = tx.config.review
     local = teamlog.team_events(store.read_journal())
     known = {str(event["event"]): event for event in local}
@@ -211,8 +255,13 @@ def _merge(
                 f"event {event_id} differs from this clone's copy of it (edited by hand?)",
             )
     local_only = sum(1 for event_id in known if event_id not in snapshot.events)
+    held = [] if vouch or review == "off" else _held_back(store, foreign)
+    _HELD[id(tx)] = held
+    if held:
+        away = {str(event["event"]) for event in held}
+        foreign = [event for event in foreign if str(event["event"]) not in away]
     events = [*local, *foreign]
-    with_events = {str(event["id"]) for event in events}
+    with_events = {str(event["id"]) for event in [*events, *held]}
     for line, entry in snapshot.entries:
         if str(entry["id"]) not in with_events:
             added = _hand_added(entry)
@@ -254,10 +303,118 @@ def _merge(
                 at=at,
                 extra={teamlog.RESOLVES: resolved},
             )
-    notes.extend(_line_notes(snapshot, targets, groups))
+    presented = _present_held(tx, held, local, at) if held else []
+    notes.extend(_line_notes(snapshot, targets, groups, {str(e["id"]) for e in held}))
     report = _report(source, before, targets, foreign, restated, notes, len(tx.entries))
     report["local_only_events"] = local_only
+    report["held_back"] = len(held)
+    if held:
+        report["unchanged"] = False
+        waiting = _list(report["awaiting_review"])
+        report["awaiting_review"] = [*sorted({*map(str, waiting), *presented})]
     return report
+
+
+#: Who presents a held-back event for review: the agent, since nothing vouches for the person
+#: the event names (DESIGN.md, "Review policy").
+HELD_ACTOR: Final = {"origin": "agent", "session_id": None}
+
+
+def _held_back(store: Store, foreign: list[JSONObject]) -> list[JSONObject]:
+    """The arriving events that claim to be a person's and that neither this clone made nor
+    the team's reviewed history holds (ctxkeeper.core.upstream), with every arriving event
+    that follows one of them (it builds on what they claim). git is read only when an arriving
+    event claims a person."""
+    claims = [event for event in foreign if _claims_a_person(event)]
+    if not claims:
+        return []
+    trusted = upstream.vouched(store.root, default_path(store.dir), claims)
+    held = {str(event["event"]) for event in claims} - trusted
+    grew = bool(held)
+    while grew:
+        grew = False
+        for event in foreign:
+            key = str(event["event"])
+            parents = event.get("parents")
+            if key not in held and any(str(p) in held for p in _list(parents)):
+                held.add(key)
+                grew = True
+    return [event for event in foreign if str(event["event"]) in held]
+
+
+def _claims_a_person(event: Mapping[str, JSONValue]) -> bool:
+    actor = event.get("actor")
+    return isinstance(actor, dict) and actor.get("origin") == "user"
+
+
+def _present_held(
+    tx: Transaction, held: list[JSONObject], local: list[JSONObject], at: str
+) -> list[str]:
+    """Present each held-back line of history for review, as the agent's: what it would change
+    in an entry this clone holds becomes a pending change on it; an entry only it holds
+    arrives ``proposed``; an approval adds nothing (the entry stays proposed, in review). Each
+    stand-in names the event it presents (teamlog.STANDS_FOR), so it is made once, and is void
+    once that event arrives through the team's history. Returns the entry ids presented."""
+    made = {str(event[teamlog.STANDS_FOR]) for event in local if teamlog.STANDS_FOR in event}
+    presented: list[str] = []
+    for entry_id, group in sorted(teamlog.by_entry(held).items()):
+        for tip in sorted(teamlog.heads(group), key=lambda e: str(e.get("event"))):
+            key = str(tip.get("event"))
+            if key in made:
+                continue
+            if _stand_in(tx, entry_id, tip, at):
+                presented.append(entry_id)
+    return presented
+
+
+def _stand_in(tx: Transaction, entry_id: str, tip: Mapping[str, JSONValue], at: str) -> bool:
+    key = str(tip.get("event"))
+    actor = tip.get("actor")
+    name = actor.get("user") if isinstance(actor, dict) else None
+    why = (
+        f"an imported {tip.get('op')} (event {key}) names {name or 'a person'} as its author, "
+        f"but it is not in the team's history ({upstream.UPSTREAM_REF}) and this clone did not "
+        "make it: presented for a person's review"
+    )
+    after = tip.get("after")
+    claimed = after if isinstance(after, dict) and not is_redacted(after) else None
+    current = tx.entries.get(entry_id)
+    extra: dict[str, JSONValue] = {teamlog.STANDS_FOR: key}
+    if current is None:
+        if claimed is None or claimed.get("status") not in _LIVE:
+            return False
+        value = normal_entry({**claimed, "status": "proposed", "origin": "agent"})
+        view = {
+            k: v for k, v in editable_view(value).items() if k not in ("valid_from", "valid_until")
+        }
+        try:
+            clean_fields(str(value["kind"]), view, tx.config.floors)
+        except CtxkeeperError:
+            return False  # below this project's floors: nothing a person could approve
+        if stored_problems(value):
+            return False
+        tx.put("record", entry_id, value, actor=dict(HELD_ACTOR), reason=why, at=at, extra=extra)
+        return True
+    if current.get("status") not in _LIVE:
+        return False
+    details: JSONObject
+    if claimed is None or claimed.get("status") not in _LIVE:
+        op, details = "deprecate", {"superseded_by": None}
+    else:
+        names = EDITABLE_FIELDS.get(str(current.get("kind")), ())
+        fields = {n: claimed.get(n) for n in names if claimed.get(n) != current.get(n)}
+        if not fields:
+            return False  # a bare approval: the entry stays proposed, awaiting review
+        op, details = "update", {"fields": fields}
+    try:
+        _, new = propose(
+            tx, entry_id, op, {**details, **extra}, actor=dict(HELD_ACTOR), reason=why, at=at
+        )
+    except StateError:
+        return False  # the entry's queue is full; the held event stays out
+    if new:
+        tx.events[-1].update(extra)
+    return new
 
 
 def _list(value: JSONValue) -> list[JSONValue]:
@@ -387,12 +544,17 @@ def _line_notes(
     snapshot: Snapshot,
     targets: Mapping[str, JSONObject | None],
     groups: Mapping[str, list[Mapping[str, JSONValue]]],
+    held: set[str],
 ) -> list[str]:
     """What the entry lines claimed that their events do not bear out (the events win)."""
-    notes: list[str] = []
+    notes = [
+        f"{entry_id}: an event claims to be a person's and is not in the team's history; "
+        "it awaits your review (`ctxkeeper review`)"
+        for entry_id in sorted(held)
+    ]
     for line, entry in snapshot.entries:
         entry_id = str(entry["id"])
-        if entry_id not in targets:
+        if entry_id not in targets or entry_id in held:
             continue
         value = targets[entry_id]
         if value is None:
@@ -448,6 +610,8 @@ def summary_line(report: Mapping[str, JSONValue]) -> str:
     added, updated, review = (
         _list(report.get(key)) for key in ("added", "updated", "awaiting_review")
     )
+    held = report.get("held_back")
+    held_text = held_line(held if isinstance(held, int) else 0)
     parts = [f"{len(added)} new entr{'y' if len(added) == 1 else 'ies'}"]
     parts.append(f"{len(updated)} updated")
     removed = _list(report.get("removed"))
@@ -456,4 +620,16 @@ def summary_line(report: Mapping[str, JSONValue]) -> str:
     text = "from the team snapshot: " + ", ".join(parts)
     if review:
         text += f" ({len(review)} await review: `ctxkeeper review`)"
-    return text
+    return f"{text}; {held_text}" if held_text else text
+
+
+def held_line(count: int) -> str:
+    """The person's line on imported events held back (empty when there are none)."""
+    if not count:
+        return ""
+    if count == 1:
+        return "1 event claims to be a person's and is not in the team's history: it awaits your review"
+    return (
+        f"{count} events claim to be a person's and are not in the team's history: they await "
+        "your review"
+    )
