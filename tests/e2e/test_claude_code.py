@@ -485,20 +485,57 @@ class TestHostileProject:
         assert sorted(p.name for p in project.iterdir() if p.name.startswith("ran-")) == []
 
 
+def git(cwd: Path, *args: str) -> str:
+    """``git ARGS`` with a fixed identity and none of the machine's configuration."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(cwd),
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "teammate",
+        "GIT_AUTHOR_EMAIL": "teammate@example.com",
+        "GIT_COMMITTER_NAME": "teammate",
+        "GIT_COMMITTER_EMAIL": "teammate@example.com",
+    }
+    done = subprocess.run(
+        ["git", "-c", "init.defaultBranch=main", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, f"git {' '.join(args)}: {done.stdout}{done.stderr}"
+    return done.stdout
+
+
+def team_clone(tmp_path: Path) -> tuple[Workspace, Workspace, str]:
+    """A teammate's repository with a hard rule on db/, pushed to a bare upstream, and a fresh
+    clone of it (the committed files only: no working store); returns both and the rule's id."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    upstream = tmp_path / "team.git"
+    git(tmp_path, "init", "-q", "--bare", str(upstream))
+    teammate = Workspace(tmp_path / "a")
+    git(teammate.project, "init", "-q")
+    teammate.cli("init")
+    rule_id = add_constraint(teammate, MIGRATION_RULE, MIGRATION_REASON, "hard", "db/")
+    git(teammate.project, "add", ".context", ".gitattributes")
+    git(teammate.project, "commit", "-q", "-m", "Record the migration rule")
+    git(teammate.project, "push", "-q", str(upstream), "HEAD:main")
+    clone = Workspace(tmp_path / "b")
+    clone.project.rmdir()
+    git(tmp_path / "b", "clone", "-q", str(upstream), str(clone.project))
+    return teammate, clone, rule_id
+
+
 class TestTeamSnapshot:
     def test_a_fresh_clone_imports_at_session_start_and_the_gate_holds(
         self, tmp_path: Path
     ) -> None:
-        (tmp_path / "a").mkdir()
-        (tmp_path / "b").mkdir()
-        teammate = Workspace(tmp_path / "a")
-        teammate.cli("init")
-        rule_id = add_constraint(teammate, MIGRATION_RULE, MIGRATION_REASON, "hard", "db/")
-        # What a fresh clone holds: the committed files only, no working store.
-        clone = Workspace(tmp_path / "b")
-        (clone.project / ".context").mkdir()
-        for name in ("config.json", ".gitignore", "snapshot.jsonl"):
-            shutil.copy(teammate.project / ".context" / name, clone.project / ".context" / name)
+        teammate, clone, rule_id = team_clone(tmp_path)
         migration = clone.project / "db" / "0003.sql"
         session = clone.run(
             [
@@ -515,3 +552,52 @@ class TestTeamSnapshot:
         assert migration.read_text(encoding="utf-8") == "-- 0003\n"
         assert [e["id"] for e in entries(clone)] == [rule_id]
         assert entries(clone) == entries(teammate)
+
+    def test_a_forged_snapshot_in_the_working_tree_changes_nothing_a_person_approved(
+        self, tmp_path: Path
+    ) -> None:
+        _, clone, rule_id = team_clone(tmp_path)
+        # The forgery: the same snapshot with one more event, by "user", softening the rule
+        # and scoping it away, written where the agent's tools can write (a scratch copy's
+        # person edit, copied over the working tree's snapshot).
+        scratch = tmp_path / "scratch"
+        shutil.copytree(clone.project / ".context", scratch / ".context")
+        from ctxkeeper.core.store import Store
+        from ctxkeeper.write.exchange import import_snapshot
+        from ctxkeeper.write.verbs import update_entry, user_actor
+
+        forger = Store.open(str(scratch))
+        import_snapshot(forger, actor=user_actor())
+        update_entry(
+            forger,
+            rule_id,
+            {"hardness": "soft", "scope": ["docs/"]},
+            "migrations may be edited now that we squash them",
+            actor=user_actor(),
+        )
+        forged = (scratch / ".context" / "snapshot.jsonl").read_bytes()
+        assert b'"hardness":"soft"' in forged.replace(b" ", b"")
+        (clone.project / ".context" / "snapshot.jsonl").write_bytes(forged)
+        migration = clone.project / "db" / "0003.sql"
+        session = clone.run(
+            [
+                [ToolCall("Write", {"file_path": str(migration), "content": "-- 0003\n"})],
+                [ToolCall("Write", {"file_path": str(migration), "content": "-- 0003\n"})],
+                "done",
+            ]
+        )
+        # The rule the team's history holds still governs db/ and still holds the edit back.
+        denial = session.tool_result(0)
+        assert denial.get("is_error") is True, denial
+        assert MIGRATION_RULE in session.tool_text(0)
+        assert not session.tool_result(1).get("is_error"), session.tool_text(1)
+        [rule] = [e for e in entries(clone) if e["id"] == rule_id]
+        assert (rule["status"], rule["hardness"], rule["scope"]) == ("active", "hard", ["db"])
+        # The forged change waits for a person instead.
+        waiting = clone.cli("review")
+        assert isinstance(waiting, dict)
+        changes = waiting["changes"]
+        assert isinstance(changes, list)
+        assert [c.get("fields") for c in changes if isinstance(c, dict)] == [
+            {"hardness": "soft", "scope": ["docs"]}
+        ]
