@@ -269,3 +269,18 @@ class TestTheTranscriptIsTheHooksText:
         # The re-issued edit goes through, as the README says right after the transcript.
         again = run_hook("PreToolUse", edit(target), project, env=hook_env(project))
         assert (again.returncode, again.stdout) == (0, "")
+
+
+class TestTheLinks:
+    def test_every_relative_link_of_the_readme_and_docs_names_a_file_here(self) -> None:
+        pages = ["README.md", *(f"docs/{name}" for name in sorted(os.listdir(f"{REPO_ROOT}/docs")))]
+        checked = []
+        for page in pages:
+            with open(os.path.join(REPO_ROOT, page), encoding="utf-8") as handle:
+                text = handle.read()
+            for target in re.findall(r"\]\(([^)#:\s]+)(?:#[^)]*)?\)", text):
+                path = os.path.normpath(os.path.join(os.path.dirname(page), target))
+                assert os.path.isfile(os.path.join(REPO_ROOT, path)), f"{page} links {target}"
+                checked.append(path)
+        # The README sends readers to the three docs pages; a dead or missing link fails above.
+        assert {"docs/design.md", "docs/internals.md", "docs/performance.md"} <= set(checked)
