@@ -13,6 +13,7 @@ import subprocess
 
 import pytest
 
+from tests.checkout import clean_copy
 from tests.e2e.claude_session import MCP_PREFIX, Session, Workspace
 from tests.e2e.model_standin import ToolCall
 from tests.mcp_wire import REPO_ROOT, hash_tree
@@ -385,30 +386,6 @@ class TestCliThroughBash:
         )
         assert isinstance(mine, dict)
         assert {str(e["id"]): e["status"] for e in entries(workspace)}[rule_id] == "superseded"
-
-
-def clean_copy(destination: Path) -> Path:
-    """The checkout as a clone holds it: tracked and unignored files only (no .venv, .cache)."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        check=True,
-        timeout=60,
-    ).stdout.decode()
-    for relative in filter(None, listed.split("\0")):
-        source = os.path.join(REPO_ROOT, relative)
-        target = destination / relative
-        if os.path.islink(source):
-            # plugin/ is links into the checkout, as a clone holds them.
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.symlink(os.readlink(source), target)
-            continue
-        if not os.path.isfile(source):
-            continue  # deleted in the working tree but not yet in the index
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, target)
-    return destination
 
 
 #: What a plugin install may copy: the package, hooks, skill and launchers are about 1.3 MB
