@@ -15,6 +15,7 @@ import pytest
 
 from tests.checkout import clean_copy
 from tests.e2e.claude_session import MCP_PREFIX, Session, Workspace
+from tests.e2e.git_http import git_over_http
 from tests.e2e.model_standin import ToolCall
 from tests.mcp_wire import REPO_ROOT, hash_tree
 
@@ -476,6 +477,41 @@ class TestInstalledPlugin:
             )
             assert done.returncode == 0, (args, done.stdout, done.stderr)
         assert (project / ".context").is_dir()
+
+    def test_install_from_a_git_host_runs_from_the_copied_files(
+        self, tmp_path: Path, workspace: Workspace
+    ) -> None:
+        # As `claude plugin marketplace add ctxkeeper/ctxkeeper` does it: a shallow clone of
+        # the repository (plugin/ holds links there), then the plugin copied out of it.
+        source = clean_copy(tmp_path / "checkout")
+        git(source, "init", "-q")
+        git(source, "add", "-A")
+        git(source, "commit", "-q", "-m", "release")
+        served = tmp_path / "served"
+        git(tmp_path, "clone", "-q", "--bare", str(source), str(served / "ctxkeeper.git"))
+        with git_over_http(str(served)) as url:
+            workspace.plugin("marketplace", "add", url("ctxkeeper.git"))
+            workspace.plugin("install", "ctxkeeper@ctxkeeper")
+        listed = json.loads(workspace.plugin("list", "--json").stdout)
+        (ours,) = [p for p in listed if p.get("id") == "ctxkeeper@ctxkeeper"]
+        assert "readFromFolder" not in ours  # control: a git marketplace is not read in place
+        installed = str(ours["installPath"])
+        size, links = tree_size(installed)
+        assert links == []
+        assert size < INSTALLED_BOUND, size
+        assert not {"tests", "evals", "bench"} & set(os.listdir(installed))
+        rule = "Database access goes through the repository layer only"
+        add_constraint(
+            workspace,
+            rule,
+            "Incident 2025-07-07: a raw query in a view bypassed tenant filtering for a day",
+            "hard",
+        )
+        session = workspace.run([[ToolCall("__get_project_summary", {})], "done"], plugin_dir=None)
+        assert not session.tool_result(0).get("is_error"), session.tool_text(0)
+        assert rule in session.tool_text(0)
+        assert rule in session.sent(0)  # SessionStart, from the copied hooks
+        assert "ctxkeeper:ctxkeeper" in session.sent(0)
 
 
 def install_clean(space: Workspace, tmp_path: Path) -> tuple[Path, str]:
