@@ -112,6 +112,15 @@ class TestOnPath:
         assert full is not None
         assert LAUNCHER in full
 
+    def test_in_process_the_plugin_root_is_the_packages_parent(self, tmp_path: Path) -> None:
+        linked = tmp_path / "linked"
+        linked.mkdir()
+        (linked / "ctxkeeper").symlink_to(LAUNCHER)
+        assert cli_hint({"PATH": str(linked)}) is None
+        hint = cli_hint({"PATH": str(tmp_path)})
+        assert hint is not None
+        assert f"`{LAUNCHER}`" in hint
+
 
 def write_trap(root: Path) -> None:
     """A project whose own ``ctxkeeper`` package marks that it was imported."""
