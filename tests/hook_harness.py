@@ -13,6 +13,7 @@ from contextlib import redirect_stdout
 from ctxkeeper.core.store import Store
 from ctxkeeper.write.verbs import agent_actor, record_entry, user_actor
 from tests.conftest import REPO_ROOT, constraint_fields
+from tests.mcp_wire import person_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ def hook_env(project: Path | str | None, **extra: str) -> dict[str, str]:
     if project is not None:
         env["CLAUDE_PROJECT_DIR"] = str(project)
     env["CLAUDE_PLUGIN_ROOT"] = REPO_ROOT
+    env["PATH"] = person_path()
     env.update(extra)
     return env
 

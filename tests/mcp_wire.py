@@ -34,6 +34,27 @@ RESULT_DEFINITIONS = {
     "ping": "EmptyResult",
 }
 
+
+@functools.cache
+def _person_bin() -> str:
+    """A folder of the person's own holding ``ctxkeeper`` (a link to this checkout's
+    bin/ctxkeeper, as someone who linked it into ~/.local/bin has it); removed at exit."""
+    import atexit
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="ctxkeeper-person-bin-")
+    atexit.register(shutil.rmtree, folder, True)
+    os.symlink(os.path.join(REPO_ROOT, "bin", "ctxkeeper"), os.path.join(folder, "ctxkeeper"))
+    return folder
+
+
+def person_path() -> str:
+    """PATH for hooks run as for a person with the CLI installed (SessionStart then names no
+    other way to it; tests/test_cli_hint.py covers the person without it)."""
+    return os.pathsep.join([_person_bin(), os.environ.get("PATH", "/usr/bin:/bin")])
+
+
 REAL_SERVER_MISSING = "ctxkeeper/mcp/tools.py (the real tool registry) is not there yet"
 
 
@@ -184,7 +205,18 @@ def _revision_of(replies: list[tuple[JSONObject, str | None]]) -> str:
 
 # -- real clients ---------------------------------------------------------------------------
 
-CLIENTS_DIR = os.path.join(REPO_ROOT, ".cache", "clients")
+
+def clients_dir() -> str:
+    """Where tests/e2e/install_clients.sh puts the clients: a per-user cache outside every
+    checkout (reused across clones, never copied by a plugin install), overridable."""
+    chosen = os.environ.get("CTXKEEPER_CLIENTS_DIR")
+    if chosen:
+        return chosen
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "ctxkeeper-test-clients")
+
+
+CLIENTS_DIR = clients_dir()
 MCP1_PYTHON = os.path.join(CLIENTS_DIR, "mcp1", "bin", "python")
 INSPECTOR = os.path.join(CLIENTS_DIR, "inspector", "node_modules", ".bin", "mcp-inspector")
 INSTALL_HINT = "run `sh tests/e2e/install_clients.sh`"
@@ -194,7 +226,7 @@ def require_client(path: str, what: str) -> str:
     """``path`` if the client is installed; otherwise skip, or fail when CI demands clients."""
     if os.path.exists(path):
         return path
-    reason = f"{what} is not installed at {os.path.relpath(path, REPO_ROOT)}; {INSTALL_HINT}"
+    reason = f"{what} is not installed at {path}; {INSTALL_HINT}"
     if os.environ.get("CTXKEEPER_REQUIRE_CLIENTS") == "1":
         pytest.fail(f"CTXKEEPER_REQUIRE_CLIENTS=1 but {reason}")
     pytest.skip(reason)

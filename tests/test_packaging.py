@@ -23,6 +23,18 @@ if TYPE_CHECKING:
 
 SERVER_SCHEMA = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"
 KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+#: What the marketplace's plugin/ folder links to: what a plugin install needs to run.
+PLUGIN_RUNTIME = [
+    ".claude-plugin/plugin.json",
+    ".mcp.json",
+    "LICENSE",
+    "README.md",
+    "bin",
+    "ctxkeeper",
+    "ctxkeeper_server.py",
+    "hooks",
+    "skills",
+]
 
 
 def load(relative: str) -> JSONObject:
@@ -71,7 +83,7 @@ class TestPluginManifest:
         # Control: the scan above does see what the manifest holds.
         assert "ctxkeeper" in json.dumps(manifest)
 
-    def test_marketplace_offers_the_plugin_at_its_root(self) -> None:
+    def test_marketplace_offers_the_runtime_folder(self) -> None:
         market = load(".claude-plugin/marketplace.json")
         assert isinstance(market["name"], str)
         assert KEBAB.match(market["name"])
@@ -80,9 +92,24 @@ class TestPluginManifest:
         assert owner["name"]
         plugins = market["plugins"]
         assert isinstance(plugins, list)
+        # A plugin install copies the source folder: plugin/ holds only what runs.
         assert [(p["name"], p["source"]) for p in plugins if isinstance(p, dict)] == [
-            ("ctxkeeper", "./")
+            ("ctxkeeper", "./plugin")
         ]
+
+    def test_runtime_folder_links_only_what_runs(self) -> None:
+        folder = os.path.join(REPO_ROOT, "plugin")
+        held = sorted(os.listdir(folder)) + [
+            f".claude-plugin/{n}" for n in os.listdir(os.path.join(folder, ".claude-plugin"))
+        ]
+        assert sorted(held) == sorted([*PLUGIN_RUNTIME, ".claude-plugin"])
+        for relative in PLUGIN_RUNTIME:
+            link = os.path.join(folder, relative)
+            # Links, so the checkout keeps one copy: Claude Code copies their targets.
+            assert os.path.islink(link), relative
+            assert os.path.realpath(link) == os.path.realpath(os.path.join(REPO_ROOT, relative))
+        # Control: what must never ship is in the checkout, just not in the folder.
+        assert {"tests", "evals", "bench"} <= set(os.listdir(REPO_ROOT))
 
 
 class TestRegistryManifest:
@@ -106,7 +133,7 @@ class TestRegistryManifest:
         package = packages[0]
         assert isinstance(package, dict)
         assert package["registryType"] == "pypi"
-        assert package["identifier"] == pyproject()["name"] == "ctxkeeper"
+        assert package["identifier"] == pyproject()["name"] == "ctxkeeper-mcp"
         assert package["version"] == server["version"]
         assert package["runtimeHint"] == "uvx"
         assert package["transport"] == {"type": "stdio"}

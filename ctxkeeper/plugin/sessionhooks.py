@@ -138,12 +138,21 @@ def session_start(ctx: HookContext) -> JSONObject | None:
         event="SessionStart",
     )
     note = _with_drift(note, summary.get("drift"))
-    for extra in (planted, _policy_note(store)):
+    for extra in (planted, _policy_note(store), _cli_note(ctx)):
         if extra:
             note = f"{note} {extra}" if note else extra
     if note:
         answer["systemMessage"] = note
     return answer
+
+
+def _cli_note(ctx: HookContext) -> str | None:
+    """How the person reaches the CLI when it is not on PATH: once, as the session starts."""
+    if ctx.payload.get("source") != "startup":
+        return None
+    from ctxkeeper.plugin.clihint import cli_hint
+
+    return cli_hint(os.environ)
 
 
 #: The person's line when SessionStart cannot brief the session: the hooks fail open, and

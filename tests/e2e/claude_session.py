@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 from tests.e2e.model_standin import ModelStandin, ToolCall
-from tests.mcp_wire import CLIENTS_DIR, REPO_ROOT, require_client
+from tests.mcp_wire import CLIENTS_DIR, REPO_ROOT, person_path, require_client
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,7 +37,9 @@ def claude_binary() -> str:
 def base_env(home: str) -> dict[str, str]:
     """An ``env -i``-style environment: nothing of the caller's but PATH (§5.2)."""
     return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        # The person has the CLI on PATH (SessionStart's hint for one who has not is
+        # tests/test_cli_hint.py's).
+        "PATH": person_path(),
         "HOME": home,
         "LANG": "C.UTF-8",
         "DISABLE_TELEMETRY": "1",

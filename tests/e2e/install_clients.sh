@@ -1,8 +1,12 @@
 #!/bin/sh
 # Install the real MCP clients the e2e tests drive (test-only; never product dependencies).
-#   .cache/clients/mcp1/       a venv with the 1.x Python SDK (classic ClientSession only)
-#   .cache/clients/inspector/  the MCP Inspector CLI (TypeScript SDK client)
-#   .cache/clients/claude/     Claude Code, pinned (request layout changes between releases)
+# They go to a per-user cache outside the repository, so a plugin install from a checkout never
+# copies them and every clone reuses one install:
+#   $CTXKEEPER_CLIENTS_DIR, default ${XDG_CACHE_HOME:-$HOME/.cache}/ctxkeeper-test-clients
+# (tests/mcp_wire.py:clients_dir finds them the same way), holding
+#   mcp1/       a venv with the 1.x Python SDK (classic ClientSession only)
+#   inspector/  the MCP Inspector CLI (TypeScript SDK client)
+#   claude/     Claude Code, pinned (request layout changes between releases)
 # Idempotent: an install that is already at the pinned version is left alone.
 # Usage: sh tests/e2e/install_clients.sh [PYTHON]   (PYTHON defaults to python3)
 set -eu
@@ -11,8 +15,7 @@ MCP1_VERSION="1.30.0"
 INSPECTOR_VERSION="2.12.0"
 CLAUDE_VERSION="2.1.332"
 
-root=$(CDPATH='' cd -- "$(dirname -- "$0")/../.." && pwd)
-clients="$root/.cache/clients"
+clients=${CTXKEEPER_CLIENTS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ctxkeeper-test-clients}
 python=${1:-python3}
 mkdir -p "$clients"
 
@@ -32,7 +35,7 @@ if [ -f "$installed" ] && grep -q "\"version\": \"$INSPECTOR_VERSION\"" "$instal
 else
     mkdir -p "$inspector"
     [ -f "$inspector/package.json" ] || printf '{"name": "ctxkeeper-e2e-clients", "private": true}\n' > "$inspector/package.json"
-    # HOME stays the caller's; npm's cache is kept inside the install so CI can cache one folder.
+    # HOME stays the caller's; npm's cache is kept beside the installs so CI can cache one folder.
     npm install --prefix "$inspector" --no-audit --no-fund --loglevel=error \
         --cache "$clients/npm-cache" "@modelcontextprotocol/inspector@$INSPECTOR_VERSION"
     echo "installed @modelcontextprotocol/inspector $INSPECTOR_VERSION in $inspector"

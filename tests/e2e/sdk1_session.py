@@ -1,6 +1,7 @@
 """Drive a stdio MCP server with the SDK's classic ``ClientSession`` and print what it saw.
 
-Works with the 1.x line (run by the e2e tests with the ``.cache/clients/mcp1`` venv's python)
+Works with the 1.x line (run by the e2e tests with the ``mcp1`` venv's python in the clients
+cache, ``tests/mcp_wire.py:clients_dir``))
 and with 2.x (imported in-process). Attributes differ between the lines (camelCase in 1.x,
 snake_case in 2.x), so every result is read as wire JSON via ``model_dump(by_alias=True)``
 (mcp.md §11).

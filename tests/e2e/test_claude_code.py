@@ -13,7 +13,9 @@ import subprocess
 
 import pytest
 
+from tests.checkout import clean_copy
 from tests.e2e.claude_session import MCP_PREFIX, Session, Workspace
+from tests.e2e.git_http import git_over_http
 from tests.e2e.model_standin import ToolCall
 from tests.mcp_wire import REPO_ROOT, hash_tree
 
@@ -387,23 +389,22 @@ class TestCliThroughBash:
         assert {str(e["id"]): e["status"] for e in entries(workspace)}[rule_id] == "superseded"
 
 
-def clean_copy(destination: Path) -> Path:
-    """The checkout as a clone holds it: tracked and unignored files only (no .venv, .cache)."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        check=True,
-        timeout=60,
-    ).stdout.decode()
-    for relative in filter(None, listed.split("\0")):
-        source = os.path.join(REPO_ROOT, relative)
-        if not os.path.isfile(source):
-            continue  # deleted in the working tree but not yet in the index
-        target = destination / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, target)
-    return destination
+#: What a plugin install may copy: the package, hooks, skill and launchers are about 1.3 MB
+#: (1.2 MB of it ctxkeeper/); the whole clean checkout is about 4.6 MB, a developer's 1.4 GB.
+INSTALLED_BOUND = 3 * 1024 * 1024
+
+
+def tree_size(root: str) -> tuple[int, list[str]]:
+    """Bytes of the regular files under ``root`` (links not followed) and every link found."""
+    size, links = 0, []
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            if os.path.islink(path):
+                links.append(os.path.relpath(path, root))
+            elif name in files:
+                size += os.path.getsize(path)
+    return size, links
 
 
 class TestInstalledPlugin:
@@ -421,7 +422,7 @@ class TestInstalledPlugin:
         assert ours[0]["enabled"] is True
         # 2.1.332 runs a directory marketplace's plugin from that folder: the clean copy,
         # so nothing of this checkout's .venv or .cache can be what makes it work.
-        assert ours[0]["readFromFolder"] == str(source)
+        assert ours[0]["readFromFolder"] == str(source / "plugin")
         rule = "Database access goes through the repository layer only"
         add_constraint(
             workspace,
@@ -440,15 +441,112 @@ class TestInstalledPlugin:
         # The hooks half: SessionStart delivered the project-wide hard rule before any tool ran.
         assert "SessionStart hook additional context" in session.sent(0)
         assert rule in session.sent(0)
+        # The skill, reached through plugin/'s link, is offered to the model.
+        assert "ctxkeeper:ctxkeeper" in session.sent(0)
+
+    def test_install_copies_only_what_runs_and_its_cli_runs(
+        self, tmp_path: Path, workspace: Workspace
+    ) -> None:
+        source, installed = install_clean(workspace, tmp_path)
+        assert installed.startswith(str(workspace.home))
+        size, links = tree_size(installed)
+        top = sorted(os.listdir(installed))
+        # Exactly plugin/'s entries (tests/test_packaging.py pins those to what runs).
+        assert top == sorted(os.listdir(source / "plugin"))
+        assert {"ctxkeeper", "hooks", "skills", "bin", ".mcp.json"} <= set(top)
+        assert not {"tests", "evals", "bench", ".venv", ".cache", ".context"} & set(top)
+        assert links == []  # the links were copied as the files they name
+        assert 500_000 < size < INSTALLED_BOUND, size
+        # Control: the checkout it came from holds what the install left out, and is larger.
+        assert {"tests", "evals", "bench"} <= set(os.listdir(source))
+        assert tree_size(str(source))[0] > size
+        # The person's CLI from the installed plugin's own files, with only python3.
+        project = tmp_path / "plain"
+        project.mkdir()
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(workspace.home)}
+        cli = os.path.join(installed, "bin", "ctxkeeper")
+        for args in (["--version"], ["init"]):
+            done = subprocess.run(
+                [cli, *args],
+                cwd=project,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+            assert done.returncode == 0, (args, done.stdout, done.stderr)
+        assert (project / ".context").is_dir()
+
+    def test_install_from_a_git_host_runs_from_the_copied_files(
+        self, tmp_path: Path, workspace: Workspace
+    ) -> None:
+        # As `claude plugin marketplace add ctxkeeper/ctxkeeper` does it: a shallow clone of
+        # the repository (plugin/ holds links there), then the plugin copied out of it.
+        source = clean_copy(tmp_path / "checkout")
+        git(source, "init", "-q")
+        git(source, "add", "-A")
+        git(source, "commit", "-q", "-m", "release")
+        served = tmp_path / "served"
+        git(tmp_path, "clone", "-q", "--bare", str(source), str(served / "ctxkeeper.git"))
+        with git_over_http(str(served)) as url:
+            workspace.plugin("marketplace", "add", url("ctxkeeper.git"))
+            workspace.plugin("install", "ctxkeeper@ctxkeeper")
+        listed = json.loads(workspace.plugin("list", "--json").stdout)
+        (ours,) = [p for p in listed if p.get("id") == "ctxkeeper@ctxkeeper"]
+        assert "readFromFolder" not in ours  # control: a git marketplace is not read in place
+        installed = str(ours["installPath"])
+        size, links = tree_size(installed)
+        assert links == []
+        assert size < INSTALLED_BOUND, size
+        assert not {"tests", "evals", "bench"} & set(os.listdir(installed))
+        rule = "Database access goes through the repository layer only"
+        add_constraint(
+            workspace,
+            rule,
+            "Incident 2025-07-07: a raw query in a view bypassed tenant filtering for a day",
+            "hard",
+        )
+        session = workspace.run([[ToolCall("__get_project_summary", {})], "done"], plugin_dir=None)
+        assert not session.tool_result(0).get("is_error"), session.tool_text(0)
+        assert rule in session.tool_text(0)
+        assert rule in session.sent(0)  # SessionStart, from the copied hooks
+        assert "ctxkeeper:ctxkeeper" in session.sent(0)
+
+
+def install_clean(space: Workspace, tmp_path: Path) -> tuple[Path, str]:
+    """Install the plugin into ``space`` from a clean copy of this checkout, as a person does
+    from a clone: ``marketplace add`` + ``install``, no ``--plugin-dir``. Returns the copy and
+    the folder Claude Code copied the plugin into."""
+    source = clean_copy(tmp_path / "checkout")
+    space.plugin("marketplace", "add", str(source))
+    space.plugin("install", "ctxkeeper@ctxkeeper")
+    listed = json.loads(space.plugin("list", "--json").stdout)
+    (ours,) = [p for p in listed if p.get("id") == "ctxkeeper@ctxkeeper"]
+    return source, str(ours["installPath"])
 
 
 class TestValidate:
-    def test_plugin_validate_passes(self, tmp_path: Path) -> None:
+    def test_checkout_validates_its_links_unread(self, tmp_path: Path) -> None:
         space = Workspace(tmp_path)
         done = space.plugin("validate", REPO_ROOT)
         assert "Validation passed" in done.stdout
         assert "error" not in done.stdout.lower()
-        assert "ctxkeeper" in done.stdout  # control: it did read our manifests
+        # The marketplace's plugin/ is links, which validate does not follow (it says so);
+        # the installed copy below holds the files and is validated in full.
+        assert "plugin/.claude-plugin/plugin.json is a symlink" in done.stdout
+
+    def test_installed_copy_validates_with_every_part(self, tmp_path: Path) -> None:
+        space = Workspace(tmp_path)
+        _, installed = install_clean(space, tmp_path)
+        done = space.plugin("validate", installed)
+        assert "✔ Validation passed" in done.stdout
+        assert "error" not in done.stdout.lower()
+        assert "README_MISSING" not in done.stdout
+        provides = [line.strip() for line in done.stdout.splitlines() if "❯ " in line]
+        for part in ("skills: ctxkeeper:ctxkeeper", "bin: ctxkeeper", "mcpServers: ctxkeeper"):
+            assert any(part in line for line in provides), (part, done.stdout)
+        assert sum("hooks: " in line for line in provides) == 6
 
 
 class TestHostileProject:

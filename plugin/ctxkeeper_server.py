@@ -1,0 +1,1 @@
+../ctxkeeper_server.py
