@@ -121,7 +121,7 @@ class TestGate:
         assert first.denied
         shown = [i for i in ids if i in first.reason]
         assert len(shown) == 5
-        assert '2 more constraint(s) cover it; get_context with path="core/x.py"' in first.reason
+        assert '2 more constraints cover it; get_context with path="core/x.py"' in first.reason
         second = run_hook("PreToolUse", edit(project / "core" / "x.py"), project)
         assert second.stdout == ""
         # The two not shown were marked delivered too: another file they govern passes.
@@ -407,7 +407,7 @@ class TestSessionStart:
         )
         assert "systemMessage" not in start.answer
         assert start.specific["hookEventName"] == "SessionStart"
-        assert "0 awaiting review" in start.context
+        assert "; nothing awaiting review" in start.context
 
     def test_ascii_only_output(self, project: Path) -> None:
         store = make_store(project)

@@ -103,7 +103,8 @@ def _drift_note(entry_id: str, drifted: dict[str, int], orphaned: set[str]) -> s
 
 
 def _pointer(rel: str, hidden: int) -> str:
-    return f"{hidden} more constraint(s) cover it; get_context with path={literal(rel)} lists them all."
+    more = f"{hidden} more constraint{' covers' if hidden == 1 else 's cover'} it"
+    return f"{more}; get_context with path={literal(rel)} lists them all."
 
 
 def _real_relative(path: str, root: str, rel: str) -> str | None:
@@ -155,10 +156,11 @@ def gate(ctx: HookContext, path: str) -> JSONObject | None:
     if hard and index.hard_delivery == "gate":
         # Every hard one counts as delivered, shown or not: one denial per file per session.
         ledger.mark(ledger_file, dict.fromkeys([r[0] for r in hard] + [r[0] for r in shown]))
+        # Not "not yet shown": the session's summary may have listed their headlines already.
         head = (
             f"ctxkeeper: {literal(rel)} is governed by {len(hard)} hard "
-            f"constraint{'' if len(hard) == 1 else 's'} not yet shown in this session, so "
-            "this edit was held back before it ran:"
+            f"constraint{'' if len(hard) == 1 else 's'}; this edit was held back before it "
+            "ran, so that you read them in full before changing it:"
         )
         tail = (
             "The same edit may be re-issued once it complies with them; these constraints "
