@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -27,6 +28,7 @@ from tests.conftest import FIELDS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ctxkeeper.core._types import JSONObject
     from ctxkeeper.core.store import Store
 
 TEXT_FLOOR_CASES = [
@@ -187,7 +189,7 @@ class TestLimits:
 
         Store.open(str(tmp_path)).init()
         record = next(t for t in load_tools(str(tmp_path)) if t.name == "record_entry")
-        fields = FIELDS["constraint"]()
+        fields: JSONObject = json.loads(json.dumps(FIELDS["constraint"]()))
         long_step = run_tool(
             record, {"kind": "constraint", **fields, "tags": ["x" * (ITEM_MAX + 1)]}
         )
