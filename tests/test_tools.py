@@ -190,7 +190,7 @@ class TestAgentSurface:
         read = [{k: t[k] for k in ("name", "description", "inputSchema")} for t in listed]
         assert len(json.dumps(read)) < 6000
         for spec in load_tools():
-            assert 20 <= len(spec.description) <= 320, spec.name
+            assert 20 <= len(spec.description) <= 360, spec.name
 
 
 GRAPH_PROBE = textwrap.dedent(
