@@ -167,3 +167,19 @@ class TestWording:
         assert listed(["a"]) == "a"
         assert listed(["a", "b"]) == "a or b"
         assert listed(["a", "b", "c"], "and") == "a, b and c"
+
+    @pytest.mark.parametrize(
+        ("ids", "expected", "wrong"),
+        [
+            pytest.param(["a"], "1 new entry, 0 updated (1 awaits review", "1 new entries", id="1"),
+            pytest.param(
+                ["a", "b"], "2 new entries, 0 updated (2 await review", "2 new entry,", id="2"
+            ),
+        ],
+    )
+    def test_what_arrived_from_the_team(self, ids: list[str], expected: str, wrong: str) -> None:
+        from ctxkeeper.write.exchange import summary_line
+
+        line = summary_line({"added": list(ids), "updated": [], "awaiting_review": list(ids)})
+        assert expected in line
+        assert wrong not in line

@@ -7,6 +7,7 @@ import textwrap
 from typing import Final
 
 from ctxkeeper.core.errors import CtxkeeperError
+from ctxkeeper.core.wording import counted
 from ctxkeeper.read import render
 
 TYPE_CHECKING = False
@@ -318,7 +319,8 @@ def _team(say: Callable[[str], None], store: Store, folder: str) -> None:
     report = import_snapshot(theirs, actor=user_actor())
     say(f"  teammate: {summary_line(report)}")
     same = theirs.load().entries == store.load().entries
-    say(f"  both clones hold the same {len(store.load().entries)} entries: {same}")
+    held = counted(len(store.load().entries), "entry", "entries")
+    say(f"  both clones hold the same {held}: {same}")
 
 
 def _abstention(say: Callable[[str], None], store: Store) -> None:
