@@ -81,6 +81,7 @@ def run_demo(say: Callable[[str], None]) -> int:
         _thin_entry(say, store)
         ids = _record_sample(say, store)
         _delivery(say, store)
+        _held_back(say, store)
         _history(say, store, ids["decision"])
         change = _agent_change_waits(say, store, ids["constraint"])
         _review(say, store, change)
@@ -88,7 +89,9 @@ def run_demo(say: Callable[[str], None]) -> int:
         _abstention(say, store)
         _team(say, store, folder)
         say(
-            "\nDone. Try it on your project: `ctxkeeper init`, then `ctxkeeper add constraint --help`."
+            "\nDone. Try it on your project: `ctxkeeper init`, then `ctxkeeper add constraint "
+            "--help`. In Claude Code the plugin does the delivery: `claude plugin marketplace "
+            "add` with this repository, then `claude plugin install ctxkeeper@ctxkeeper`."
         )
     return 0
 
@@ -156,6 +159,44 @@ def _delivery(say: Callable[[str], None], store: Store) -> None:
         say(f"  {path}: {', '.join(found) or 'nothing applies'}")
 
 
+#: The edit the agent attempts in the demo: Claude Code's PreToolUse input for an Edit.
+DEMO_EDIT: Final = "src/billing/charge.py"
+
+
+def _held_back(say: Callable[[str], None], store: Store) -> None:
+    """The headline: the real edit gate (the plugin's PreToolUse hook) on the sample store."""
+    import os
+
+    from ctxkeeper.plugin import editgate
+    from ctxkeeper.plugin.hookio import HookContext
+
+    _section(
+        say,
+        "5. The first edit of a governed file is held back",
+        "In Claude Code the ctxkeeper plugin's PreToolUse hook sees each edit before it runs. "
+        "The first edit in a session of a file a hard constraint covers is denied, with the "
+        "rule as the reason, so the agent reads the rule before the change lands; it then "
+        "re-issues a compliant edit, which goes through. This is that hook's own code, run "
+        "on the sample store:",
+    )
+    payload: JSONObject = {
+        "session_id": "demo",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Edit",
+        "tool_input": {"file_path": os.path.join(store.root, DEMO_EDIT)},
+    }
+    context = HookContext("PreToolUse", store.root, store.dir, payload)
+    first = editgate.handle(context)
+    answer = first.get("hookSpecificOutput") if first else None
+    if not isinstance(answer, dict) or answer.get("permissionDecision") != "deny":
+        raise AssertionError(f"the first edit of {DEMO_EDIT} was not held back: {first}")
+    say(f"  the agent's first Edit of {DEMO_EDIT}: held back (permissionDecision deny)")
+    say("  what the agent reads:")
+    say(textwrap.indent(str(answer.get("permissionDecisionReason")), "  | "))
+    again = editgate.handle(context)
+    say(f"  the same Edit re-issued: {'goes through' if again is None else again}")
+
+
 def _items(result: JSONObject) -> list[JSONObject]:
     items = result.get("results")
     return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
@@ -166,7 +207,7 @@ def _history(say: Callable[[str], None], store: Store, decision_id: str) -> None
 
     _section(
         say,
-        "5. Nothing is silently changed",
+        "6. Nothing is silently changed",
         "An update needs a reason; the journal keeps "
         "the before-value, the actor and the reason of every revision.",
     )
@@ -193,7 +234,7 @@ def _agent_change_waits(say: Callable[[str], None], store: Store, constraint_id:
 
     _section(
         say,
-        "6. The agent proposes, a person decides",
+        "7. The agent proposes, a person decides",
         "An agent's change to a rule a person recorded is only a proposal: the rule stays "
         "exactly as it was, and is still delivered, until a person approves the change with "
         "`ctxkeeper approve` in their own terminal.",
@@ -232,7 +273,7 @@ def _review(say: Callable[[str], None], store: Store, change: str) -> None:
 
     _section(
         say,
-        "7. A person reviews",
+        "8. A person reviews",
         "What the agent records starts proposed. In `ctxkeeper review` (an interactive queue "
         "in the person's terminal) a person approves, rejects with a reason, or edits each "
         "proposal; a rejected one becomes a tombstone the agent cannot record again.",
@@ -269,7 +310,7 @@ def _tombstone(say: Callable[[str], None], store: Store, constraint_id: str) -> 
 
     _section(
         say,
-        "8. Nothing rejected comes back",
+        "9. Nothing rejected comes back",
         "Deprecating a rule makes it a tombstone; "
         "recording the same rule again, even reworded, is refused with the reason.",
     )
@@ -307,7 +348,7 @@ def _team(say: Callable[[str], None], store: Store, folder: str) -> None:
 
     _section(
         say,
-        "10. Team memory through git",
+        "11. Team memory through git",
         "Every write refreshed .context/snapshot.jsonl, the file a team commits. A teammate's "
         "fresh clone holds only that file and config.json; its session start imports them.",
     )
@@ -328,7 +369,7 @@ def _abstention(say: Callable[[str], None], store: Store) -> None:
 
     _section(
         say,
-        "9. Knowing when it does not know",
+        "10. Knowing when it does not know",
         "Retrieval reports top_relevance and "
         "no_confident_match, so an agent is told when nothing stored answers its question.",
     )

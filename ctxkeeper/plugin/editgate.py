@@ -157,14 +157,16 @@ def gate(ctx: HookContext, path: str) -> JSONObject | None:
         # Every hard one counts as delivered, shown or not: one denial per file per session.
         ledger.mark(ledger_file, dict.fromkeys([r[0] for r in hard] + [r[0] for r in shown]))
         # Not "not yet shown": the session's summary may have listed their headlines already.
+        one = len(hard) == 1
         head = (
             f"ctxkeeper: {literal(rel)} is governed by {len(hard)} hard "
-            f"constraint{'' if len(hard) == 1 else 's'}; this edit was held back before it "
-            "ran, so that you read them in full before changing it:"
+            f"constraint{'' if one else 's'}; this edit was held back before it ran, so that "
+            f"you read {'it' if one else 'them'} in full before changing it:"
         )
         tail = (
-            "The same edit may be re-issued once it complies with them; these constraints "
-            "do not hold back another edit in this session."
+            f"The same edit may be re-issued once it complies with {'it' if one else 'them'}; "
+            f"{'this constraint does' if one else 'these constraints do'} not hold back "
+            "another edit in this session."
         )
         return _deny("\n".join([head, *lines, tail]))
     ledger.mark(ledger_file, [r[0] for r in shown])
