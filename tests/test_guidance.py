@@ -183,3 +183,45 @@ class TestWording:
         line = summary_line({"added": list(ids), "updated": [], "awaiting_review": list(ids)})
         assert expected in line
         assert wrong not in line
+
+
+class TestRetiredLabels:
+    def test_superseded_and_tombstone_entries_say_they_are_not_in_force(self, store: Store) -> None:
+        from ctxkeeper.write.verbs import deprecate_entry
+
+        old = person_rule(store)
+        new = str(
+            record_entry(
+                store,
+                "constraint",
+                constraint_fields(
+                    rule="Every charge and refund request carries an idempotency key",
+                    reason="On 2025-06-02 a refund retry paid one customer twice; refunds need it.",
+                ),
+                actor=user_actor(),
+                supersedes=[old],
+            )["id"]
+        )
+        gone = str(record_entry(store, "decision", decision_fields(), actor=user_actor())["id"])
+        deprecate_entry(
+            store, gone, "The scheduler runs as a single replica now", actor=user_actor()
+        )
+        queried, _ = call(store, "query_entries", {})
+        labels = queried["labels"]
+        assert isinstance(labels, dict)
+        assert str(labels[old]).startswith(f"superseded by {new}: history, not current practice")
+        assert str(labels[gone]).startswith("tombstone (deprecated): retired, not in force")
+        assert str(labels[new]).startswith("active; ")  # control
+
+
+class TestLongPaths:
+    def test_a_path_past_the_limit_is_an_argument_error(self, store: Store) -> None:
+        from ctxkeeper.mcp.tools import PATH_MAX
+
+        spec = next(s for s in load_tools(store.root) if s.name == "get_context")
+        long = run_tool(spec, {"path": "a/" * (PATH_MAX // 2) + "x.py"})
+        assert long["isError"] is True
+        assert "path is 4,100 characters long; a path may have at most 4,096" in str(
+            long["content"]
+        )
+        assert run_tool(spec, {"path": "a/x.py"})["isError"] is False
