@@ -165,36 +165,58 @@ DEMO_EDIT: Final = "src/billing/charge.py"
 
 def _held_back(say: Callable[[str], None], store: Store) -> None:
     """The headline: the real edit gate (the plugin's PreToolUse hook) on the sample store."""
-    import os
-
-    from ctxkeeper.plugin import editgate
-    from ctxkeeper.plugin.hookio import HookContext
-
     _section(
         say,
         "5. The first edit of a governed file is held back",
         "In Claude Code the ctxkeeper plugin's PreToolUse hook sees each edit before it runs. "
         "The first edit in a session of a file a hard constraint covers is denied, with the "
         "rule as the reason, so the agent reads the rule before the change lands; it then "
-        "re-issues a compliant edit, which goes through. This is that hook's own code, run "
-        "on the sample store:",
+        "re-issues a compliant edit, which goes through. Here the demo plays Claude Code: it "
+        "starts the hook's gate with the input an Edit gives it, on the sample store.",
     )
-    payload: JSONObject = {
-        "session_id": "demo",
-        "hook_event_name": "PreToolUse",
-        "tool_name": "Edit",
-        "tool_input": {"file_path": os.path.join(store.root, DEMO_EDIT)},
-    }
-    context = HookContext("PreToolUse", store.root, store.dir, payload)
-    first = editgate.handle(context)
+    first = _run_gate(store)
     answer = first.get("hookSpecificOutput") if first else None
     if not isinstance(answer, dict) or answer.get("permissionDecision") != "deny":
         raise AssertionError(f"the first edit of {DEMO_EDIT} was not held back: {first}")
     say(f"  the agent's first Edit of {DEMO_EDIT}: held back (permissionDecision deny)")
     say("  what the agent reads:")
     say(textwrap.indent(str(answer.get("permissionDecisionReason")), "  | "))
-    again = editgate.handle(context)
+    again = _run_gate(store)
     say(f"  the same Edit re-issued: {'goes through' if again is None else again}")
+
+
+def _run_gate(store: Store) -> JSONObject | None:
+    """One PreToolUse call of the edit gate, in a process of its own as Claude Code starts
+    hooks: the Edit's JSON on stdin, the project in ``CLAUDE_PROJECT_DIR``; its answer."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import ctxkeeper
+
+    payload = {
+        "session_id": "demo",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Edit",
+        "tool_input": {"file_path": os.path.join(store.root, DEMO_EDIT)},
+    }
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(ctxkeeper.__file__)))
+    done = subprocess.run(
+        [sys.executable, "-m", "ctxkeeper.plugin.editgate"],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        cwd=package_parent,
+        env={**os.environ, "CLAUDE_PROJECT_DIR": store.root, "PYTHONPATH": package_parent},
+        timeout=60,
+        check=True,
+    )
+    if not done.stdout.strip():
+        return None
+    answer = json.loads(done.stdout)
+    assert isinstance(answer, dict)
+    return answer
 
 
 def _items(result: JSONObject) -> list[JSONObject]:

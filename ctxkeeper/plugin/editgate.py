@@ -177,3 +177,12 @@ def gate(ctx: HookContext, path: str) -> JSONObject | None:
             "additionalContext": "\n".join([head, *lines]),
         }
     }
+
+
+if __name__ == "__main__":
+    # `python -m ctxkeeper.plugin.editgate`: this gate as a process of its own, with the hook's
+    # stdin and environment, for callers that may not import the plugin layer (`ctxkeeper demo`
+    # plays Claude Code's part; con-012-6598 keeps cli below plugin).
+    from ctxkeeper.plugin.hookio import run
+
+    raise SystemExit(run("PreToolUse", handle))
