@@ -148,6 +148,24 @@ class TestSummaryCounts:
         assert "1 entry and 2 changes awaiting a person's review" in str(structured["note"])
         assert "3 entries awaiting review" not in text
         assert text.startswith("2 entries; ")
+        note = str(structured["note"])
+        assert "1 hard constraint is scoped: each holds back the first edit of a file" in note
+        # Control: a project-wide hard constraint is not counted as scoped.
+        record_entry(
+            store,
+            "constraint",
+            constraint_fields(
+                rule="Secrets never appear in committed files",
+                reason="A token committed in 2024 was scraped from the public mirror in an hour.",
+                scope=[],
+            ),
+            actor=user_actor(),
+        )
+        again, _ = call(store, "get_project_summary", {})
+        hard = again["hard_constraints"]
+        assert isinstance(hard, list)
+        assert len(hard) == 2
+        assert "1 hard constraint is scoped" in str(again["note"])
 
 
 class TestWording:

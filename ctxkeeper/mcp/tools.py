@@ -345,7 +345,8 @@ def _summary(store: Store, args: JSONObject) -> ToolResult:
     )
     hard_delivery = store.config().hard_delivery
     text = render_summary(result, hard_delivery=hard_delivery)
-    return ToolResult(_noted(guidance.summary_note(result), result), text)
+    note = guidance.summary_note(result, hard_delivery=hard_delivery)
+    return ToolResult(_noted(note, result), text)
 
 
 def _drift(store: Store, args: JSONObject) -> ToolResult:

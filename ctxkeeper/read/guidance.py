@@ -162,13 +162,21 @@ def record_notes(result: Mapping[str, JSONValue]) -> list[str]:
     return notes
 
 
-def summary_note(summary: Mapping[str, JSONValue]) -> str:
-    """The note of ``get_project_summary``: what awaits a person, and what was cut."""
+def summary_note(summary: Mapping[str, JSONValue], *, hard_delivery: str = "gate") -> str:
+    """The note of ``get_project_summary``: what awaits a person, when the scoped hard
+    constraints listed arrive, and what was cut."""
     total = summary.get("total")
     parts = [counted(total if isinstance(total, int) else 0, "entry", "entries")]
     waiting = awaiting_review(summary)
     if waiting:
         parts.append(f"{waiting} awaiting a person's review; proposals are not in force yet")
+    scoped = sum(1 for item in _dicts(summary.get("hard_constraints")) if item.get("scope"))
+    if scoped:
+        held = "holds back" if hard_delivery == "gate" else "comes with"
+        parts.append(
+            f"{counted(scoped, 'hard constraint is', 'hard constraints are')} scoped: each "
+            f"{held} the first edit of a file in its scope in a session"
+        )
     if summary.get("truncated"):
         parts.append("cut to fit the budget; get_context or query_entries give more")
     return "; ".join(parts)
