@@ -147,12 +147,12 @@ class TestErrors:
             ),
             pytest.param(
                 {"kind": "decision", "scope": []},
-                "arguments.scope: must have at least 1 item(s) (got 0)",
+                "arguments.scope: must have at least 1 item (got 0)",
                 id="min-items",
             ),
             pytest.param(
                 {"kind": "decision", "scope": ["a", "b", "c", "d"]},
-                "arguments.scope: must have at most 3 item(s) (got 4)",
+                "arguments.scope: must have at most 3 items (got 4)",
                 id="max-items",
             ),
             pytest.param(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import subprocess
 import sys
 
@@ -90,3 +91,15 @@ def test_snapshot_benchmark_runs_at_a_tiny_size() -> None:
     assert all(row.count("x /") == 2 for row in rows.values()), out
     assert "peak memory of the import of 40 entries:" in out
     assert "import of 40 entries / " in out
+
+
+def test_tools_list_size_prints_the_baseline_beside_now() -> None:
+    if subprocess.run(
+        ["git", "-C", REPO_ROOT, "cat-file", "-e", "17beb7f^{commit}"], check=False
+    ).returncode:
+        pytest.skip("the baseline commit 17beb7f is not in this clone's history")
+    out = _script("bench/tools_list_size.py")
+    assert "tools/list: 11 tools at 17beb7f, 11 now" in out
+    read = next(line for line in out.splitlines() if line.startswith("name+description"))
+    before, now = (int(n) for n in re.findall(r"(\d+) chars", read))
+    assert now < before

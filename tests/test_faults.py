@@ -427,7 +427,7 @@ def doctor_cli(root: str, *extra: str) -> tuple[int, JSONObject, str]:
 
 
 def _only_orphans(problems: list[str]) -> bool:
-    return all("temporary file(s) left by an interrupted write" in p for p in problems)
+    return all("left by an interrupted write" in p for p in problems)
 
 
 def _seed_store(store: Store, ledger: Ledger) -> None:

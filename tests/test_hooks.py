@@ -121,7 +121,7 @@ class TestGate:
         assert first.denied
         shown = [i for i in ids if i in first.reason]
         assert len(shown) == 5
-        assert '2 more constraint(s) cover it; get_context with path="core/x.py"' in first.reason
+        assert '2 more constraints cover it; get_context with path="core/x.py"' in first.reason
         second = run_hook("PreToolUse", edit(project / "core" / "x.py"), project)
         assert second.stdout == ""
         # The two not shown were marked delivered too: another file they govern passes.
@@ -407,7 +407,7 @@ class TestSessionStart:
         )
         assert "systemMessage" not in start.answer
         assert start.specific["hookEventName"] == "SessionStart"
-        assert "0 awaiting review" in start.context
+        assert "; nothing awaiting review" in start.context
 
     def test_ascii_only_output(self, project: Path) -> None:
         store = make_store(project)
@@ -780,3 +780,47 @@ class TestImportLight:
         code = f"import sys; sys.path.insert(0, {REPO_ROOT!r}); import ctxkeeper.core.store"
         heavy = self._imported(["-c", code], b"", env)
         assert {"datetime", "ctxkeeper.core.store"} <= heavy - baseline
+
+
+class TestSessionStartWording:
+    """What the session-start summary says of a scoped hard rule, and what the gate then says
+    of the same rule (issue 25, item 7)."""
+
+    def test_scoped_hard_rule_comes_with_its_reason_and_when_it_arrives(
+        self, project: Path
+    ) -> None:
+        store = make_store(project)
+        scoped = add_constraint(store, scope=["db/migrations/"])
+        wide = add_constraint(
+            store,
+            scope=[],
+            rule="Secrets never appear in committed files",
+            reason="A token committed in 2024 was scraped from the public mirror within an hour.",
+        )
+        start = run_hook("SessionStart", {"session_id": "s1", "source": "startup"}, project)
+        lines = start.context.splitlines()
+        at = next(n for n, line in enumerate(lines) if scoped in line and "charge" in line)
+        assert lines[at + 1].strip().startswith('reason: "On 2025-02-11 a retry storm')
+        assert "first edit of a file in its scope" in lines[at + 2]
+        assert "held back" in lines[at + 2]
+        # Control: the project-wide rule is listed without that line (its full text follows).
+        here = next(n for n, line in enumerate(lines) if wide in line and "Secrets" in line)
+        assert "first edit" not in lines[here + 1]
+        gate = run_hook("PreToolUse", edit(project / "db" / "migrations" / "1.sql"), project)
+        assert gate.denied
+        assert "held back before it ran" in gate.reason
+        assert "not yet shown" not in gate.reason
+
+    def test_pending_entries_and_changes_are_counted_apart(self, project: Path) -> None:
+        from ctxkeeper.write.verbs import agent_actor, update_entry
+
+        store = make_store(project)
+        person = add_constraint(store, scope=["api/"])
+        add_constraint(store, agent=True, scope=["x/"], rule="Module x logs through one logger")
+        for tag in ("a", "b"):
+            update_entry(store, person, {"tags": [tag]}, f"tag it {tag} now", actor=agent_actor())
+        start = run_hook("SessionStart", {"session_id": "s1", "source": "startup"}, project)
+        message = str(start.answer["systemMessage"])
+        assert "1 entry and 2 changes awaiting review" in message
+        assert "3 entries awaiting review" not in message
+        assert "2 entries; 1 entry and 2 changes awaiting review" in start.context

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -27,6 +28,7 @@ from tests.conftest import FIELDS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ctxkeeper.core._types import JSONObject
     from ctxkeeper.core.store import Store
 
 TEXT_FLOOR_CASES = [
@@ -178,17 +180,33 @@ class TestLimits:
         clean = clean_fields("constraint", FIELDS["constraint"](reason=at_max), contract_floors())
         assert clean["reason"] == at_max.strip()
 
-    def test_mcp_schema_shares_the_maximum(self) -> None:
-        from ctxkeeper.mcp.tools import RECORD_INPUT
+    def test_mcp_refuses_past_the_same_maximum(self, tmp_path: object) -> None:
+        """The MCP schemas leave lengths to the model (every schema goes into every request),
+        so the model's maximum is what an MCP write meets, named with its field."""
+        from ctxkeeper.core.store import Store
+        from ctxkeeper.mcp.toolcall import run_tool
+        from ctxkeeper.mcp.tools import load_tools
 
-        properties = RECORD_INPUT["properties"]
-        assert isinstance(properties, dict)
-        rule = properties["rule"]
-        steps = properties["steps"]
-        assert isinstance(rule, dict)
-        assert isinstance(steps, dict)
-        assert rule["maxLength"] == TEXT_MAX
-        assert steps["items"] == {"type": "string", "maxLength": ITEM_MAX}
+        Store.open(str(tmp_path)).init()
+        record = next(t for t in load_tools(str(tmp_path)) if t.name == "record_entry")
+        fields: JSONObject = json.loads(json.dumps(FIELDS["constraint"]()))
+        long_step = run_tool(
+            record, {"kind": "constraint", **fields, "tags": ["x" * (ITEM_MAX + 1)]}
+        )
+        too_long = run_tool(
+            record, {"kind": "constraint", **fields, "reason": "y" * (TEXT_MAX + 1)}
+        )
+        fine = run_tool(record, {"kind": "constraint", **fields})
+        assert fine["isError"] is False
+        for result, field, maximum in (
+            (long_step, "tags[0]", ITEM_MAX),
+            (too_long, "reason", TEXT_MAX),
+        ):
+            assert result["isError"] is True
+            text = str(result["content"])
+            assert field in text
+            assert f"the maximum is {maximum:,}" in text
+        assert len(Store.open(str(tmp_path)).load().entries) == 1
 
 
 class TestScopes:

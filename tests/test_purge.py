@@ -121,7 +121,7 @@ class TestPurge:
         )
         assert code == 0, out
         assert "no file under .context/ holds its text" in out
-        assert "1 commit(s) in git history hold it" in out
+        assert "1 commit in git history holds it" in out
         assert "teammates' clones keep their copies" in out
         assert RULE.encode() not in _tree_bytes(store.dir)
 

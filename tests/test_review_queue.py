@@ -323,7 +323,7 @@ class TestReviewQueueOnATerminal:
         code, text = screen.finish()
 
         assert code == 0, text
-        assert "approved 2, rejected 1, edited 2, skipped 1; 1 still await review" in flat(text)
+        assert "approved 2, rejected 1, edited 2, skipped 1; 1 still awaits review" in flat(text)
         assert not too_wide(text), too_wide(text)
         assert set(shown_order) == set(plan)
         assert json.loads(plan_path.read_text())["calls"] == (
@@ -497,7 +497,7 @@ class TestReviewQueueOnATerminal:
         screen.type("q")
         code, text = screen.finish()
         assert code == 0, text
-        assert "approved 0, rejected 0, edited 0, skipped 0; 1 still await review" in flat(text)
+        assert "approved 0, rejected 0, edited 0, skipped 0; 1 still awaits review" in flat(text)
         assert not too_wide(shown), too_wide(shown)
         # Escaped, never raw: only the queue's own colour codes reach the terminal.
         assert "<U+001B>[2K<U+000D>" in shown

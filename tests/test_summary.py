@@ -61,7 +61,7 @@ class TestSummary:
         assert summary["truncated"] is False
         text = render_summary(summary)
         assert "idempotency key" in text
-        assert "1 awaiting review" in text
+        assert "5 entries; 1 entry awaiting review" in text
 
     def test_budget_cuts_lists(self, store: Store) -> None:
         for n in range(10):

@@ -180,11 +180,17 @@ class TestAgentSurface:
             assert "origin" not in properties or spec.name == "query_entries"
             assert "status" not in properties or spec.name == "query_entries"
 
-    def test_tool_list_fits_the_token_budget(self) -> None:
+    def test_what_the_model_reads_of_the_tool_list_stays_small(self) -> None:
+        """Claude Code sends each tool's name, description and input schema with every
+        request, in every repository (bench/tools_list_size.py prints it against the code
+        before issue 25: 7,414 characters)."""
         from ctxkeeper.mcp.toolcall import describe_tool
 
         listed = [describe_tool(spec) for spec in load_tools()]
-        assert len(json.dumps(listed)) / 4 < 3000
+        read = [{k: t[k] for k in ("name", "description", "inputSchema")} for t in listed]
+        assert len(json.dumps(read)) < 6000
+        for spec in load_tools():
+            assert 20 <= len(spec.description) <= 360, spec.name
 
 
 GRAPH_PROBE = textwrap.dedent(

@@ -7,6 +7,7 @@ import errno
 import json
 import os
 import sys
+import textwrap
 from typing import NoReturn, cast
 
 from ctxkeeper import __version__
@@ -112,6 +113,51 @@ class _Parser(argparse.ArgumentParser):
         super().error(f"{_shown(message)} (see `{self.prog} --help`)")
 
 
+class _KindHelp(argparse.Action):
+    """``add KIND --help``: that kind's fields alone, each with its floor and whether it is
+    required; ``add --help`` (no kind yet): every field."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: str) -> None:
+        super().__init__(option_strings, dest=argparse.SUPPRESS, nargs=0, help=kwargs.get("help"))
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        kind = getattr(namespace, "kind", None)
+        if kind not in KINDS:
+            parser.print_help()
+            parser.exit()
+        what, example = fieldflags.KIND_HELP[str(kind)]
+        shown = _Parser(
+            prog=f"{parser.prog} {kind}",
+            description=what,
+            epilog=f"{fieldflags.FLOORS_NOTE}\n\nexample:\n  {example}",
+            formatter_class=_DescribedFormatter,
+            add_help=False,
+        )
+        fieldflags.add_flags(shown, kind=str(kind))
+        _add_common_options(shown, suppress=False)
+        shown.print_help()
+        parser.exit()
+
+
+class _DescribedFormatter(argparse.HelpFormatter):
+    """Wraps the description like argparse, but keeps the epilog's example on lines of its
+    own so it can be copied."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n".join(
+            super(_DescribedFormatter, self)._fill_text(part, width, indent)
+            if not part.startswith("  ")
+            else part
+            for part in text.split("\n")
+        )
+
+
 def _parser() -> argparse.ArgumentParser:
     # The options are accepted before the verb and after it. After it they are added with
     # SUPPRESS defaults, so a verb that was not given them leaves the value from before the
@@ -127,7 +173,12 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="VERB")
 
     init = sub.add_parser(
-        "init", parents=[common], help="create .context/ with config.json and .gitignore"
+        "init",
+        parents=[common],
+        help="create .context/ with config.json and .gitignore",
+        description="Create the store in .context/ at the project root: config.json (shared "
+        "settings) and a .gitignore that keeps this machine's working store out of git. It "
+        "says what to commit and what to do next; running it again changes nothing.",
     )
     init.add_argument(
         "--git",
@@ -137,9 +188,16 @@ def _parser() -> argparse.ArgumentParser:
     add = sub.add_parser(
         "add",
         parents=[common],
+        add_help=False,
         help="record an entry (a person's is active; under an agent, a proposal)",
+        description="Record a decision, constraint or pipeline. `ctxkeeper add KIND --help` "
+        "lists that kind's fields, which are required, and their floors.",
+        epilog=fieldflags.FLOORS_NOTE,
     )
-    add.add_argument("kind", choices=KINDS)
+    add.add_argument(
+        "-h", "--help", action=_KindHelp, help="show the fields of KIND (or of every kind)"
+    )
+    add.add_argument("kind", choices=KINDS, metavar="KIND", help="decision, constraint or pipeline")
     fieldflags.add_flags(add)
 
     listing = sub.add_parser("list", parents=[common], help="list entries")
@@ -189,7 +247,15 @@ def _parser() -> argparse.ArgumentParser:
         cast("argparse._SubParsersAction[argparse.ArgumentParser]", sub), common
     )
     driftcli.add_parsers(cast("argparse._SubParsersAction[argparse.ArgumentParser]", sub), common)
-    sub.add_parser("demo", parents=[common], help="walk through ctxkeeper on a sample store")
+    sub.add_parser(
+        "demo",
+        parents=[common],
+        help="walk through ctxkeeper on a sample store",
+        description="Walk through ctxkeeper on a sample store in a temporary folder (your "
+        "project is not touched): a thin entry refused, the first edit of a governed file held "
+        "back with the exact text the agent reads, an agent's change waiting for a person, "
+        "review, tombstones, knowing when nothing stored answers, and team sharing.",
+    )
     sub.add_parser("serve", parents=[common], help="run the MCP stdio server")
     return parser
 
@@ -374,7 +440,29 @@ def _init(args: _Args) -> int:
     text = f"initialised {store.dir}" + (
         f" (created {', '.join(created)})" if created else " (already there)"
     )
-    return views.emit(args, {"dir": store.dir, "created": list(created)}, text)
+    attributes = os.path.isfile(os.path.join(store.root, ".gitattributes"))
+    commit = _INIT_COMMIT.format(
+        also=", .context/.gitignore and .gitattributes"
+        if attributes
+        else " and .context/.gitignore"
+    )
+    text += "\n" + textwrap.fill(commit, width=88) + "\n" + textwrap.fill(_INIT_NEXT, 88)
+    shown: JSONObject = {"dir": store.dir, "created": list(created), "commit": list(_COMMITTED)}
+    return views.emit(args, shown, text)
+
+
+#: What a team commits of the store (DESIGN.md, "What git sees"), and what init says of it.
+_COMMITTED = (".context/config.json", ".context/snapshot.jsonl", ".context/.gitignore")
+_INIT_COMMIT = (
+    "Commit .context/config.json (shared settings){also} now, and .context/snapshot.jsonl (the team snapshot every write refreshes) with the code "
+    "each entry explains. The rest of .context/ is this machine's working store; its "
+    ".gitignore keeps it out of git."
+)
+_INIT_NEXT = (
+    "Next: record a rule (`ctxkeeper add constraint --help` lists the fields), then start "
+    "`claude` here with the ctxkeeper plugin installed: the first edit of a file the rule "
+    "covers is held back until the agent has read it. `ctxkeeper demo` walks through it all."
+)
 
 
 def _interactive() -> bool:

@@ -7,6 +7,7 @@ import textwrap
 from typing import Final
 
 from ctxkeeper.core.errors import CtxkeeperError
+from ctxkeeper.core.wording import counted
 from ctxkeeper.read import render
 
 TYPE_CHECKING = False
@@ -80,6 +81,7 @@ def run_demo(say: Callable[[str], None]) -> int:
         _thin_entry(say, store)
         ids = _record_sample(say, store)
         _delivery(say, store)
+        _held_back(say, store)
         _history(say, store, ids["decision"])
         change = _agent_change_waits(say, store, ids["constraint"])
         _review(say, store, change)
@@ -87,7 +89,9 @@ def run_demo(say: Callable[[str], None]) -> int:
         _abstention(say, store)
         _team(say, store, folder)
         say(
-            "\nDone. Try it on your project: `ctxkeeper init`, then `ctxkeeper add constraint --help`."
+            "\nDone. Try it on your project: `ctxkeeper init`, then `ctxkeeper add constraint "
+            "--help`. In Claude Code the plugin does the delivery: `claude plugin marketplace "
+            "add` with this repository, then `claude plugin install ctxkeeper@ctxkeeper`."
         )
     return 0
 
@@ -155,6 +159,66 @@ def _delivery(say: Callable[[str], None], store: Store) -> None:
         say(f"  {path}: {', '.join(found) or 'nothing applies'}")
 
 
+#: The edit the agent attempts in the demo: Claude Code's PreToolUse input for an Edit.
+DEMO_EDIT: Final = "src/billing/charge.py"
+
+
+def _held_back(say: Callable[[str], None], store: Store) -> None:
+    """The headline: the real edit gate (the plugin's PreToolUse hook) on the sample store."""
+    _section(
+        say,
+        "5. The first edit of a governed file is held back",
+        "In Claude Code the ctxkeeper plugin's PreToolUse hook sees each edit before it runs. "
+        "The first edit in a session of a file a hard constraint covers is denied, with the "
+        "rule as the reason, so the agent reads the rule before the change lands; it then "
+        "re-issues a compliant edit, which goes through. Here the demo plays Claude Code: it "
+        "starts the hook's gate with the input an Edit gives it, on the sample store.",
+    )
+    first = _run_gate(store)
+    answer = first.get("hookSpecificOutput") if first else None
+    if not isinstance(answer, dict) or answer.get("permissionDecision") != "deny":
+        raise AssertionError(f"the first edit of {DEMO_EDIT} was not held back: {first}")
+    say(f"  the agent's first Edit of {DEMO_EDIT}: held back (permissionDecision deny)")
+    say("  what the agent reads:")
+    say(textwrap.indent(str(answer.get("permissionDecisionReason")), "  | "))
+    again = _run_gate(store)
+    say(f"  the same Edit re-issued: {'goes through' if again is None else again}")
+
+
+def _run_gate(store: Store) -> JSONObject | None:
+    """One PreToolUse call of the edit gate, in a process of its own as Claude Code starts
+    hooks: the Edit's JSON on stdin, the project in ``CLAUDE_PROJECT_DIR``; its answer."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import ctxkeeper
+
+    payload = {
+        "session_id": "demo",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Edit",
+        "tool_input": {"file_path": os.path.join(store.root, DEMO_EDIT)},
+    }
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(ctxkeeper.__file__)))
+    done = subprocess.run(
+        [sys.executable, "-m", "ctxkeeper.plugin.editgate"],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        cwd=package_parent,
+        env={**os.environ, "CLAUDE_PROJECT_DIR": store.root, "PYTHONPATH": package_parent},
+        timeout=60,
+        check=True,
+    )
+    if not done.stdout.strip():
+        return None
+    answer = json.loads(done.stdout)
+    assert isinstance(answer, dict)
+    return answer
+
+
 def _items(result: JSONObject) -> list[JSONObject]:
     items = result.get("results")
     return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
@@ -165,7 +229,7 @@ def _history(say: Callable[[str], None], store: Store, decision_id: str) -> None
 
     _section(
         say,
-        "5. Nothing is silently changed",
+        "6. Nothing is silently changed",
         "An update needs a reason; the journal keeps "
         "the before-value, the actor and the reason of every revision.",
     )
@@ -192,7 +256,7 @@ def _agent_change_waits(say: Callable[[str], None], store: Store, constraint_id:
 
     _section(
         say,
-        "6. The agent proposes, a person decides",
+        "7. The agent proposes, a person decides",
         "An agent's change to a rule a person recorded is only a proposal: the rule stays "
         "exactly as it was, and is still delivered, until a person approves the change with "
         "`ctxkeeper approve` in their own terminal.",
@@ -231,7 +295,7 @@ def _review(say: Callable[[str], None], store: Store, change: str) -> None:
 
     _section(
         say,
-        "7. A person reviews",
+        "8. A person reviews",
         "What the agent records starts proposed. In `ctxkeeper review` (an interactive queue "
         "in the person's terminal) a person approves, rejects with a reason, or edits each "
         "proposal; a rejected one becomes a tombstone the agent cannot record again.",
@@ -268,7 +332,7 @@ def _tombstone(say: Callable[[str], None], store: Store, constraint_id: str) -> 
 
     _section(
         say,
-        "8. Nothing rejected comes back",
+        "9. Nothing rejected comes back",
         "Deprecating a rule makes it a tombstone; "
         "recording the same rule again, even reworded, is refused with the reason.",
     )
@@ -306,7 +370,7 @@ def _team(say: Callable[[str], None], store: Store, folder: str) -> None:
 
     _section(
         say,
-        "10. Team memory through git",
+        "11. Team memory through git",
         "Every write refreshed .context/snapshot.jsonl, the file a team commits. A teammate's "
         "fresh clone holds only that file and config.json; its session start imports them.",
     )
@@ -318,7 +382,8 @@ def _team(say: Callable[[str], None], store: Store, folder: str) -> None:
     report = import_snapshot(theirs, actor=user_actor())
     say(f"  teammate: {summary_line(report)}")
     same = theirs.load().entries == store.load().entries
-    say(f"  both clones hold the same {len(store.load().entries)} entries: {same}")
+    held = counted(len(store.load().entries), "entry", "entries")
+    say(f"  both clones hold the same {held}: {same}")
 
 
 def _abstention(say: Callable[[str], None], store: Store) -> None:
@@ -326,7 +391,7 @@ def _abstention(say: Callable[[str], None], store: Store) -> None:
 
     _section(
         say,
-        "9. Knowing when it does not know",
+        "10. Knowing when it does not know",
         "Retrieval reports top_relevance and "
         "no_confident_match, so an agent is told when nothing stored answers its question.",
     )

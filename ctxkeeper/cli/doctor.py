@@ -30,6 +30,7 @@ from ctxkeeper.core.store import (
     parse_entries_document,
     render_entries_document,
 )
+from ctxkeeper.core.wording import counted
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -127,7 +128,8 @@ def run_doctor(
         missed = [i for i in edited if i not in report.manual_edits]
         if missed:
             report.problems.append(
-                f"hand edit(s) of {ENTRIES_FILE} not yet journaled: {', '.join(missed)} "
+                f"{counted(len(missed), 'hand edit')} of {ENTRIES_FILE} not yet journaled: "
+                f"{', '.join(missed)} "
                 "(fix the problems above, then run doctor again to journal them)"
             )
     return report
@@ -154,7 +156,7 @@ def _check(store: Store, report: Report) -> _Findings:
     found.orphans = fsutil.orphaned_temp_files(store.dir)
     if found.orphans:
         report.problems.append(
-            f"{len(found.orphans)} temporary file(s) left by an interrupted write in "
+            f"{counted(len(found.orphans), 'temporary file')} left by an interrupted write in "
             f"{store.dir}: {', '.join(found.orphans)}; `ctxkeeper doctor --repair` removes them"
         )
     _check_journal(store, found, report)
@@ -367,7 +369,7 @@ def _check_agreement(store: Store, found: _Findings, report: Report) -> None:
             report.problems.append(str(exc))
         else:
             report.notes.append(
-                f"{view.seq - state.seq} journal record(s) not yet in {ENTRIES_FILE} "
+                f"{counted(view.seq - state.seq, 'journal record')} not yet in {ENTRIES_FILE} "
                 "(reads fold them in; the next write applies them)"
             )
 
@@ -393,7 +395,7 @@ def _journal_hand_edits(store: Store, report: Report, actor: JSONObject) -> None
     if changed:
         report.manual_edits.extend(changed)
         report.notes.append(
-            f"journaled {len(changed)} hand edit(s) as manual_edit: {', '.join(changed)}"
+            f"journaled {counted(len(changed), 'hand edit')} as manual_edit: {', '.join(changed)}"
         )
 
 
@@ -476,7 +478,9 @@ def _repair(store: Store, found: _Findings, actor: JSONObject) -> Report:
                 done.backups.append(_backup(epath, found.entries_bytes, "corrupt"))
             state = State(entries=_fold(records))
             note_purges(records, state.purged)
-            done.notes.append(f"rebuilt {ENTRIES_FILE} from {len(records)} journal records")
+            done.notes.append(
+                f"rebuilt {ENTRIES_FILE} from {counted(len(records), 'journal record')}"
+            )
         else:
             state = found.state
             expected = state.journal_bytes
@@ -569,14 +573,17 @@ class QualityReport:
 
         counts = count_by_code(self.findings)
         if not counts:
-            return [f"ok: no quality findings in {self.live} live entries"]
+            return [
+                f"ok: no quality findings in {counted(self.live, 'live entry', 'live entries')}"
+            ]
         lines: list[str] = []
         for code, count in counts.items():
             one, more = LABELS.get(code, (code, code))
             lines.append(f"{code}: {count} {one if count == 1 else more}")
             lines += [f"  - {visible(f['message'])}" for f in self.findings if f["code"] == code]
         lines.append(
-            f"{len(self.findings)} finding(s) in {self.live} live entries: advice, nothing is "
+            f"{counted(len(self.findings), 'finding')} in "
+            f"{counted(self.live, 'live entry', 'live entries')}: advice, nothing is "
             "broken. Change an entry with `ctxkeeper edit ID` or retire it with `ctxkeeper "
             "deprecate ID` in your own terminal (the agent: update_entry, deprecate_entry)."
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Final
 
 from ctxkeeper.core.errors import UsageError
-from ctxkeeper.core.model import KIND_FIELDS
+from ctxkeeper.core.model import CONTRACT_FLOORS, KIND_FIELDS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,18 +33,131 @@ SCALAR_INPUTS: Final = (
 COMMON_INPUTS: Final = ("scope", "tags", "related_to", "supersedes", "valid_from", "valid_until")
 
 
+#: What each field holds, in the words of ``--help``; floors are added from the model.
+_FIELD_HELP: Final = {
+    "summary": "what was decided, in one line",
+    "problem": "what forced a choice",
+    "why_chosen": "why this option won",
+    "alternatives": "an option not chosen and why it lost; repeat the flag for each",
+    "rule": "what must (or must not) be done",
+    "reason": "why: the incident or cost behind the rule",
+    "hardness": (
+        "hard: the agent's first edit of a file in its scope is held back until it has read "
+        "the rule; soft: the rule rides along with that edit"
+    ),
+    "name": "the procedure's name",
+    "purpose": "what the procedure achieves and when to run it",
+    "steps": "one step, in order; repeat the flag for each",
+    "scope": (
+        "a repository-relative file or directory the entry governs (src/billing/ or "
+        "db/schema.sql); repeat for more; none means the whole project"
+    ),
+    "tags": "a tag to find it by; repeat for more",
+    "related_to": "the id of a related entry (dec-021-b607); repeat for more",
+    "supersedes": "the id of an entry this one replaces; repeat for more",
+    "valid_from": "in force from this ISO-8601 UTC time; a bare date (2026-01-31) is that day",
+    "valid_until": "in force until this ISO-8601 UTC time; a bare date is through that day",
+}
+_METAVARS: Final = {
+    "hardness": "hard|soft",
+    "related_to": "ID",
+    "supersedes": "ID",
+    "valid_from": "TIME",
+    "valid_until": "TIME",
+    "scope": "PATH",
+    "tags": "TAG",
+}
+
+
 def flag(field: str) -> str:
     return "--" + field.replace("_", "-")
 
 
-def add_flags(parser: argparse.ArgumentParser, *, skip: tuple[str, ...] = ()) -> None:
-    """One flag per field; a list field's flag repeats (``--scope a/ --scope b/``)."""
-    for field in SCALAR_INPUTS:
-        if field not in skip:
-            parser.add_argument(flag(field), dest=field, default=None)
-    for field in LIST_INPUTS:
-        if field not in skip:
-            parser.add_argument(flag(field), dest=field, action="append", default=None)
+def field_help(field: str, kind: str | None = None) -> str:
+    """A field's ``--help`` line: what it holds, whether ``kind`` requires it, its floor.
+
+    Without ``kind`` (``edit``, which takes any kind's fields) it names the kind it belongs
+    to instead of requiring it.
+    """
+    text = _FIELD_HELP[field]
+    owner = next((k for k, fields in KIND_FIELDS.items() if field in fields), None)
+    floors: Mapping[str, int] = CONTRACT_FLOORS.get(owner or "", {})
+    if field == "steps":
+        floor = f"at least {floors['steps']}, each at least {floors['step']} characters"
+    elif field in floors:
+        floor = f"at least {floors[field]} characters"
+    else:
+        floor = ""
+    if kind is None:
+        prefix = f"{owner}: " if owner else ""
+        return prefix + text + (f" ({floor})" if floor else "")
+    required = owner == kind and field != "alternatives"
+    state = "required" if required else "optional"
+    return f"{text} ({state}{'; ' + floor if floor else ''})"
+
+
+def add_flags(
+    parser: argparse.ArgumentParser, *, skip: tuple[str, ...] = (), kind: str | None = None
+) -> None:
+    """One flag per field; a list field's flag repeats (``--scope a/ --scope b/``).
+
+    :param kind: only that kind's own fields and the common ones, each saying whether it is
+        required; otherwise every kind's fields, each naming its kind.
+    """
+    wanted = None if kind is None else {*KIND_FIELDS[kind], *COMMON_INPUTS}
+    for field in (*SCALAR_INPUTS, *LIST_INPUTS):
+        if field in skip or (wanted is not None and field not in wanted):
+            continue
+        parser.add_argument(
+            flag(field),
+            dest=field,
+            default=None,
+            action="append" if field in LIST_INPUTS else "store",
+            metavar=_METAVARS.get(field, "TEXT"),
+            help=field_help(field, kind),
+        )
+
+
+#: What ``add KIND --help`` says first, and the example it ends with.
+KIND_HELP: Final = {
+    "decision": (
+        (
+            "Record a decision: what was chosen, the problem that forced a choice, why this "
+            "option won, and the alternatives that lost."
+        ),
+        (
+            'ctxkeeper add decision --summary "Queue jobs in SQLite in WAL mode" --problem '
+            '"The job queue needs durable local storage without running another server" '
+            '--why-chosen "SQLite ships with Python and WAL lets readers run beside the single '
+            'writer we have" --alternatives "Redis: one more service to run and fail over"'
+        ),
+    ),
+    "constraint": (
+        (
+            "Record a constraint: a rule and the reason behind it. A hard constraint holds "
+            "back the agent's first edit of each file in its scope in a session, with the rule "
+            "as the reason, so the agent reads it before the change lands; a soft one rides "
+            "along with that edit. Without --scope it covers the whole project."
+        ),
+        (
+            'ctxkeeper add constraint --rule "Never edit a migration that has been applied" '
+            '--reason "In March an edited migration left staging and production with '
+            'different schemas" --hardness hard --scope db/migrations/'
+        ),
+    ),
+    "pipeline": (
+        "Record a pipeline: a named procedure and its steps, in order.",
+        (
+            'ctxkeeper add pipeline --name Release --purpose "Ship a tagged build to '
+            'production with a rollback point ready" --steps "Tag the release commit on main" '
+            '--steps "Run the smoke suite against staging"'
+        ),
+    ),
+}
+FLOORS_NOTE: Final = (
+    "Floors count characters as read; .context/config.json may raise them. A person's entry "
+    "is active at once; run under an agent, it is a proposal awaiting a person's review."
+)
 
 
 def given_fields(

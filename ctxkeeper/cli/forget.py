@@ -12,6 +12,8 @@ import os
 import subprocess
 from typing import Final
 
+from ctxkeeper.core.wording import counted
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -97,7 +99,8 @@ def report(store: Store, entry_id: str, texts: list[str]) -> list[str]:
     commits = commits_holding(store.root, texts)
     if commits:
         lines.append(
-            f"not reached: {len(commits)} commit(s) in git history hold it in {SNAPSHOT_PATH} "
+            f"not reached: {counted(len(commits), 'commit')} in git history "
+            f"{'holds' if len(commits) == 1 else 'hold'} it in {SNAPSHOT_PATH} "
             f"(e.g. {commits[0]}); rewriting history takes `git filter-repo --replace-text "
             "FILE` or BFG, then a force push every clone must follow"
         )

@@ -97,7 +97,8 @@ def run_queue(store: Store, *, no_color: bool = False) -> int:
     left = awaiting_decision(store.load().entries.values())
     counts = queue.counts
     summary = ", ".join(f"{verb} {counts[verb]}" for verb in _VERDICTS)
-    queue.say(summary + (f"; {left} still await review" if left else ""), "bold")
+    still = f"; {left} still {'awaits' if left == 1 else 'await'} review" if left else ""
+    queue.say(summary + still, "bold")
     return status
 
 

@@ -18,6 +18,7 @@ from ctxkeeper.core.changes import awaiting_decision, pending_changes
 from ctxkeeper.core.errors import StoreError
 from ctxkeeper.core.model import KINDS, STATUSES, TOMBSTONE_STATUSES
 from ctxkeeper.core.store import ENTRIES_FILE, parse_entries_document
+from ctxkeeper.core.wording import counted
 from ctxkeeper.read import render
 
 TYPE_CHECKING = False
@@ -152,10 +153,6 @@ def _snapshot(store: Store) -> JSONObject:
 # -- text ------------------------------------------------------------------------------------
 
 
-def _plural(n: int, word: str, plural: str | None = None) -> str:
-    return f"{n} {word if n == 1 else plural or word + 's'}"
-
-
 def _counts_table(counts: Mapping[str, JSONValue], style: term.Style, room: int) -> str:
     """Statuses down, kinds across (narrow enough for a 40-column terminal), with totals."""
     head = ["", *KINDS, "total"]
@@ -234,9 +231,9 @@ def _pending(data: Mapping[str, JSONValue]) -> str:
         return "nothing awaits a person"
     proposed = int(str(data.get("proposed") or 0))
     changes = int(str(data.get("pending_changes") or 0))
-    parts = [_plural(proposed, "proposed entry", "proposed entries")]
+    parts = [counted(proposed, "proposed entry", "proposed entries")]
     if changes:
-        parts.append(_plural(changes, "change to an entry in force", "changes to entries in force"))
+        parts.append(counted(changes, "change to an entry in force", "changes to entries in force"))
     return f"{pending} ({', '.join(parts)}); decide with `ctxkeeper review`"
 
 
@@ -251,7 +248,7 @@ def _tombstones(data: Mapping[str, JSONValue]) -> str:
 def _journal_text(journal: Mapping[str, JSONValue]) -> str:
     if not journal.get("ok"):
         return f"PROBLEM: {journal.get('problem')}"
-    text = f"chain verified, {_plural(int(str(journal.get('records') or 0)), 'record')}"
+    text = f"chain verified, {counted(int(str(journal.get('records') or 0)), 'record')}"
     unfinished = int(str(journal.get("unfinished_bytes") or 0))
     if unfinished:
         text += (
@@ -281,8 +278,8 @@ def _snapshot_state(shot: Mapping[str, JSONValue], data: Mapping[str, JSONValue]
         return f"{shown}: not written yet; {hint}"
     if shot.get("problem"):
         return f"{shown}: cannot be read: {shot['problem']}"
-    entries = _plural(int(str(shot.get("entries") or 0)), "entry line")
-    events = _plural(int(str(shot.get("events") or 0)), "event line")
+    entries = counted(int(str(shot.get("entries") or 0)), "entry line")
+    events = counted(int(str(shot.get("events") or 0)), "event line")
     text = f"{shown}: {entries}, {events}"
     if shot.get("unimported"):
         return text + "; holds changes not imported yet (after `git pull`?): run `ctxkeeper import`"

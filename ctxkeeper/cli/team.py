@@ -34,7 +34,8 @@ def add_parsers(
     )
     imports.add_argument("file", nargs="?", default=None)
     # What git runs as the merge driver `init --git` registers; not a verb for people.
-    driver = sub.add_parser("merge-driver", help=argparse.SUPPRESS)
+    # No help=: argparse then lists no line for it (help=SUPPRESS prints "==SUPPRESS==").
+    driver = sub.add_parser("merge-driver")
     driver.add_argument("files", nargs=3)
 
 

@@ -191,13 +191,19 @@ def pending_changes(entries: Iterable[Mapping[str, JSONValue]]) -> list[JSONObje
 
 
 def awaiting_decision(entries: Iterable[Mapping[str, JSONValue]]) -> int:
-    """How many things a person must decide: proposed entries and pending changes, where a
-    supersession proposed by a still-proposed successor rides with that successor's review."""
+    """How many things a person must decide (see :func:`awaiting_counts`)."""
+    proposed, changes = awaiting_counts(entries)
+    return proposed + changes
+
+
+def awaiting_counts(entries: Iterable[Mapping[str, JSONValue]]) -> tuple[int, int]:
+    """What a person must decide, by what it is: proposed entries, and pending changes not
+    counted with them (a supersession proposed by a still-proposed successor rides with that
+    successor's review)."""
     pool = list(entries)
     proposed = {str(e.get("id")) for e in pool if e.get("status") == "proposed"}
+    changes = pending_changes(pool)
     riding = sum(
-        1
-        for c in pending_changes(pool)
-        if c.get("op") == "supersede" and str(c.get("successor")) in proposed
+        1 for c in changes if c.get("op") == "supersede" and str(c.get("successor")) in proposed
     )
-    return len(proposed) + len(pending_changes(pool)) - riding
+    return len(proposed), len(changes) - riding

@@ -33,6 +33,7 @@ from ctxkeeper.core.documents import parse_document
 from ctxkeeper.core.errors import CorruptFileError, NotFoundError, StoreError
 from ctxkeeper.core.model import ID_PATTERN, KIND_PREFIX, KINDS, STATUSES, TEXT_FIELDS, ordered
 from ctxkeeper.core.project import context_dir, find_root
+from ctxkeeper.core.wording import counted
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -173,7 +174,7 @@ class PurgedError(NotFoundError):
         super().__init__(entry_id)
         message = (
             f"{entry_id} was purged from the store on {purge.get('at')} (reason: "
-            f"{purge.get('reason')}); the journal keeps its {records} record(s): a person can "
+            f"{purge.get('reason')}); the journal keeps its {counted(records, 'record')}: a person can "
             f"read them with `ctxkeeper history {entry_id}`"
         )
         self.args = (message,)

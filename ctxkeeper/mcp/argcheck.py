@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 
 from ctxkeeper.core.errors import CtxkeeperError
+from ctxkeeper.core.wording import counted
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -251,10 +252,10 @@ def _check_number(value: float, schema: JSONObject, path: str) -> Iterator[str]:
 def _check_array(value: list[JSONValue], schema: JSONObject, path: str) -> Iterator[str]:
     low = _bound(schema, "minItems", path)
     if low is not None and len(value) < low:
-        yield f"{path}: must have at least {low} item(s) (got {len(value)})"
+        yield f"{path}: must have at least {counted(int(low), 'item')} (got {len(value)})"
     high = _bound(schema, "maxItems", path)
     if high is not None and len(value) > high:
-        yield f"{path}: must have at most {high} item(s) (got {len(value)})"
+        yield f"{path}: must have at most {counted(int(high), 'item')} (got {len(value)})"
     if schema.get("uniqueItems") is True:
         yield from _check_unique(value, path)
     if "items" in schema:

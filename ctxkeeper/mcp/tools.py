@@ -12,10 +12,10 @@ from collections.abc import Callable
 from typing import Final
 
 from ctxkeeper.core import framing
-from ctxkeeper.core.model import ITEM_MAX, LIST_MAX, TEXT_MAX
+from ctxkeeper.core.model import LIST_MAX, TEXT_MAX
 from ctxkeeper.core.provenance import describe
 from ctxkeeper.mcp.tooldef import ToolResult, ToolSpec
-from ctxkeeper.read import framed, render
+from ctxkeeper.read import framed, guidance, render
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -25,32 +25,33 @@ if TYPE_CHECKING:
 #: Largest structured result a tool returns, in serialized characters. The text rendering
 #: doubles it, and Claude Code refuses output over 25,000 tokens (mcp.md §15).
 MAX_STRUCTURED_CHARS: Final = 30_000
-# One maximum for every door: the model refuses longer fields from the CLI too.
-_TEXT_MAX: Final = TEXT_MAX
+#: Longest path argument; longer is refused as an argument error (see :func:`_check_paths`).
+PATH_MAX: Final = 4096
 
-_STR: Final[JSONObject] = {"type": "string", "maxLength": _TEXT_MAX}
+# Every schema below goes into every request the model gets, in every repository (issue 25;
+# bench/tools_list_size.py measures it). So a schema states the shape and the closed
+# vocabularies, and leaves to the verbs the limits they enforce anyway with an error naming
+# the field: field lengths and list sizes (model.clean_fields), id forms (model.check_id),
+# and path lengths and NUL characters (_check_paths below).
+_STR: Final[JSONObject] = {"type": "string"}
 #: Ids look like dec-021-b607; the verbs name the kinds when one is wrong (model.check_id).
-_ID: Final[JSONObject] = {"type": "string", "pattern": "^[a-z]{3}-[0-9]+-[0-9a-f]{4}$"}
+_ID: Final[JSONObject] = _STR
 #: Times are ISO-8601 UTC, a bare date the whole day: said once in the descriptions that take
-#: one. Their length needs no cap here: the times module parses them or names the field.
-_TIME: Final[JSONObject] = {"type": "string"}
-_KIND: Final[JSONObject] = {"type": "string", "enum": ["decision", "constraint", "pipeline"]}
+#: one; the times module parses them or names the field.
+_TIME: Final[JSONObject] = _STR
+_KIND: Final[JSONObject] = {"enum": ["decision", "constraint", "pipeline"]}
 _STATUS: Final[JSONObject] = {
-    "type": "string",
-    "enum": ["proposed", "active", "superseded", "deprecated", "rejected"],
+    "enum": ["proposed", "active", "superseded", "deprecated", "rejected"]
 }
+_HARDNESS: Final[JSONObject] = {"enum": ["hard", "soft"]}
 
 
-def _strings(item: JSONObject | None = None, most: int = LIST_MAX) -> JSONObject:
-    return {
-        "type": "array",
-        "items": item or {"type": "string", "maxLength": ITEM_MAX},
-        "maxItems": most,
-    }
+def _strings(item: JSONObject | None = None) -> JSONObject:
+    return {"type": "array", "items": item or _STR}
 
 
 #: The project root; optional in every tool (DESIGN.md), its name says the rest.
-_PROJECT: Final[JSONObject] = {"type": "string", "maxLength": 4096}
+_PROJECT: Final[JSONObject] = _STR
 
 
 def _object(properties: JSONObject, required: list[str] | None = None) -> JSONObject:
@@ -65,13 +66,20 @@ def _object(properties: JSONObject, required: list[str] | None = None) -> JSONOb
 
 
 def _out(properties: JSONObject, required: list[str]) -> JSONObject:
-    return {"type": "object", "properties": properties, "required": list(required)}
+    """An output schema: every result carries the agent-facing ``note`` (see ``guidance``)."""
+    return {
+        "type": "object",
+        "properties": {"note": _NOTE, **properties},
+        "required": ["note", *required],
+    }
 
 
+#: Claude Code hands the model ``structuredContent``, not the text block, so the guidance the
+#: text carries is in the structured result too: one short ``note`` per result.
+_NOTE: Final[JSONObject] = {"type": "string", "minLength": 1}
 _A: Final[JSONObject] = {"type": "array"}
 #: A filter's strings are only compared, never stored: the list is capped, not each item.
-_FILTER: Final[JSONObject] = {"type": "array", "items": {"type": "string"}, "maxItems": LIST_MAX}
-_SNAPSHOT_PATH: Final[JSONObject] = {"type": "string", "maxLength": 4096}
+_FILTER: Final[JSONObject] = {"type": "array", "items": _STR, "maxItems": LIST_MAX}
 _O: Final[JSONObject] = {"type": "object"}
 
 RECORD_INPUT: Final = _object(
@@ -83,14 +91,14 @@ RECORD_INPUT: Final = _object(
         "alternatives": _strings(),
         "rule": _STR,
         "reason": _STR,
-        "hardness": {"type": "string", "enum": ["hard", "soft"]},
+        "hardness": _HARDNESS,
         "name": _STR,
         "purpose": _STR,
         "steps": _strings(),
         "scope": _strings(),
         "tags": _strings(),
         "related_to": _strings(_ID),
-        "supersedes": _strings(_ID, 20),
+        "supersedes": _strings(_ID),
         "valid_from": _TIME,
         "valid_until": _TIME,
     },
@@ -98,26 +106,26 @@ RECORD_INPUT: Final = _object(
 )
 CONTEXT_INPUT: Final = _object(
     {
-        "query": _STR,
+        "query": {"type": "string", "maxLength": TEXT_MAX},
         "tags": _FILTER,
-        "path": {"type": "string", "maxLength": 4096},
-        "kinds": _strings(_KIND, 3),
+        "path": _STR,
+        "kinds": _strings(_KIND),
         "token_budget": {"type": "integer", "minimum": 100, "maximum": 20000},
         "as_of": _TIME,
         "include_history": {"type": "boolean"},
-        "abstain": {"type": "string", "enum": ["include", "withhold"]},
+        "abstain": {"enum": ["include", "withhold"]},
     }
 )
 QUERY_INPUT: Final = _object(
     {
-        "kinds": _strings(_KIND, 3),
-        "status": _strings(_STATUS, 5),
-        "origin": _strings({"type": "string", "enum": ["agent", "user", "import"]}, 3),
-        "hardness": {"type": "string", "enum": ["hard", "soft"]},
+        "kinds": _strings(_KIND),
+        "status": _strings(_STATUS),
+        "origin": _strings({"enum": ["agent", "user", "import"]}),
+        "hardness": _HARDNESS,
         "tags_any": _FILTER,
         "tags_all": _FILTER,
         "scope": _FILTER,
-        "covers_path": {"type": "string", "maxLength": 4096},
+        "covers_path": _STR,
         "text": _FILTER,
         "since": _TIME,
         "before": _TIME,
@@ -134,31 +142,39 @@ QUERY_INPUT: Final = _object(
 _PATH_ARGUMENTS: Final = ("project_dir", "path", "covers_path", "scope")
 
 
-def _refuse_nul(arguments: JSONObject, prefix: str = "") -> None:
-    """A NUL is valid in JSON but in no file path; the OS calls would raise ``ValueError``
-    far from the argument that carried it."""
+def _check_paths(arguments: JSONObject, prefix: str = "") -> None:
+    """Refuse a path no file system takes, naming the argument: a NUL is valid in JSON but in
+    no file path, and the OS calls would raise far from the argument that carried it; a path
+    over :data:`PATH_MAX` characters would fail as a storage error instead of a wrong argument."""
     from ctxkeeper.core.errors import UsageError
 
     for name in _PATH_ARGUMENTS:
         value = arguments.get(name)
         items = value if isinstance(value, list) else [value]
         for index, item in enumerate(items):
-            if isinstance(item, str) and "\x00" in item:
-                where = prefix + name + (f"[{index}]" if isinstance(value, list) else "")
+            if not isinstance(item, str):
+                continue
+            where = prefix + name + (f"[{index}]" if isinstance(value, list) else "")
+            if "\x00" in item:
                 raise UsageError(
                     f"{where} holds a NUL character (\\x00), which no file path can contain; "
                     "pass the path without it"
                 )
+            if len(item) > PATH_MAX:
+                raise UsageError(
+                    f"{where} is {len(item):,} characters long; a path may have at most "
+                    f"{PATH_MAX:,}"
+                )
     updates = arguments.get("updates")
     if isinstance(updates, dict) and not prefix:
-        _refuse_nul(updates, "updates.")
+        _check_paths(updates, "updates.")
 
 
 def _open(arguments: JSONObject, default_dir: str | None) -> Store:
     from ctxkeeper.core.store import Store
     from ctxkeeper.write.verbs import agent_actor
 
-    _refuse_nul(arguments)
+    _check_paths(arguments)
     project = str(arguments.get("project_dir") or "") or default_dir
     store = Store.open(project, writer=agent_actor())
     store.require()
@@ -196,25 +212,13 @@ def _record(store: Store, args: JSONObject) -> ToolResult:
         actor=agent_actor(),
         supersedes=[str(s) for s in supersedes] if isinstance(supersedes, list) else None,
     )
-    entry = result["entry"]
-    assert isinstance(entry, dict)
-    lines = [f"recorded {result['id']} ({render.status_label(entry)})"]
-    lines.extend(
-        f"{item['label']}: {item['id']} ({item['status']}, similarity {item['similarity']})"
-        for item in _dicts(result.get("similar_entries"))
-    )
-    lines.extend(f"superseded {old}" for old in _dicts_or_ids(result.get("superseded")))
-    lines.extend(f"note: {note}" for note in _dicts_or_ids(result.get("notes")))
-    lines.extend(
-        f"pending: superseding {item['id']} awaits a person (change {item['change']}); "
-        f"{item['id']} is unchanged and stays in force until they approve {result['id']}"
-        for item in _dicts(result.get("pending_supersession"))
-    )
-    lines.extend(
-        f"possible supersession of {maybe}: if it replaces it, record again with supersedes"
-        for maybe in _dicts_or_ids(result.get("possible_supersession"))
-    )
-    return ToolResult(result, "\n".join(lines))
+    notes = guidance.record_notes(result)
+    return ToolResult(_noted(notes[0], result), "\n".join(notes))
+
+
+def _noted(note: str, result: JSONObject) -> JSONObject:
+    """The structured result with the agent-facing ``note`` first (see ``read/guidance``)."""
+    return {"note": note, **result}
 
 
 def _dicts(value: JSONValue) -> list[JSONObject]:
@@ -230,44 +234,50 @@ def _context(store: Store, args: JSONObject) -> ToolResult:
 
     result = get_context(store, args)
     approved = framed.provenance_codes(store)
+    ranked: dict[str, str] = {}  # the ranking's own label, said in the text block
     for item in _dicts(result.get("results")):
         entry = item.get("entry")
         if isinstance(entry, dict):
             item["provenance"] = framed.provenance_text(entry, approved)
+            ranked[str(item.get("id"))] = str(item.get("label") or "")
+            item["label"] = guidance.entry_label(entry, framed.code_of(entry, approved))
     truncated = _cap(result, "results")
     found: list[list[str]] = []
     for item in _dicts(result.get("results")):
-        label = f", {framing.literal(str(item['label']))[1:-1]}" if item.get("label") else ""
         entry = item.get("entry")
         terms = render.terms_line(item).strip()
         if isinstance(entry, dict):
+            said = ranked.get(str(item.get("id")))
+            label = f", {framing.literal(said)[1:-1]}" if said else ""
             block = framed.entry_block(entry, framed.code_of(entry, approved), label)
         else:
             block = [f"- {framing.literal(str(item.get('line')))}"]
         found.append([*block, *([f"    {terms}"] if terms else [])])
-    blocks = [render.relevance_line(result), *([framed.framed(found)] if found else [])]
-    if result["budget_truncated"] or truncated:
-        blocks.append(
-            f"budget reached; left out: {', '.join(_dicts_or_ids(result.get('dropped_ids')))}"
-        )
-    return ToolResult(result, "\n\n".join(blocks), truncated=truncated)
+    note = guidance.context_note(result, truncated=truncated)
+    head = f"top_relevance {result.get('top_relevance')} - {note}"
+    blocks = [head, *([framed.framed(found)] if found else [])]
+    return ToolResult(_noted(note, result), "\n\n".join(blocks), truncated=truncated)
 
 
 def _query(store: Store, args: JSONObject) -> ToolResult:
     from ctxkeeper.read.query import query_entries
 
     result = query_entries(store, args)
+    approved = framed.provenance_codes(store)
+    entries = _dicts(result.get("results"))
+    # Beside the entries (each stays an entry): the label the model weighs it by.
+    labels: JSONObject = {
+        str(e.get("id")): guidance.entry_label(e, framed.code_of(e, approved)) for e in entries
+    }
+    result["labels"] = labels
     if _cap(result, "results"):
         result["truncated"] = True
-    lines = [
-        f"{result['total']} match(es)"
-        + (" (showing the first; narrow the filters or lower limit)" if result["truncated"] else "")
-    ]
-    approved = framed.provenance_codes(store)
+        kept = {str(e.get("id")) for e in _dicts(result.get("results"))}
+        result["labels"] = {k: v for k, v in labels.items() if k in kept}
+    note = guidance.query_note(result)
     listed = [[framed.entry_line(e, approved)] for e in _dicts(result.get("results"))]
-    if listed:
-        lines.append(framed.framed(listed))
-    return ToolResult(result, "\n".join(lines), truncated=bool(result["truncated"]))
+    lines = [note, *([framed.framed(listed)] if listed else [])]
+    return ToolResult(_noted(note, result), "\n".join(lines), truncated=bool(result["truncated"]))
 
 
 def _get(store: Store, args: JSONObject) -> ToolResult:
@@ -283,7 +293,14 @@ def _get(store: Store, args: JSONObject) -> ToolResult:
     text = framed.framed(
         [framed.entry_block(entry, made), framed.history_block(str(entry.get("id")), history)]
     )
-    structured = {**result, "provenance": describe(made), "history_truncated": cut}
+    label = guidance.entry_label(entry, made)
+    structured = {
+        "note": f"{entry.get('id')}: {label}",
+        "label": label,
+        **result,
+        "provenance": describe(made),
+        "history_truncated": cut,
+    }
     return ToolResult(structured, text, truncated=cut)
 
 
@@ -295,19 +312,10 @@ def _update(store: Store, args: JSONObject) -> ToolResult:
     result = update_entry(store, str(args["id"]), updates, str(args["reason"]), actor=agent_actor())
     changed = ", ".join(_dicts_or_ids(result["changed"]))
     if result["pending"]:
-        text = _pending_text(result, f"the update of {changed}")
+        text = guidance.pending_note(result, f"the update of {changed}")
     else:
         text = f"updated {result['id']} to revision {result['revision']}; changed {changed}"
-    return ToolResult(result, text)
-
-
-def _pending_text(result: JSONObject, what: str) -> str:
-    """Say plainly that nothing changed yet: the agent must not act as if it had."""
-    return (
-        f"pending: {what} awaits a person's approval (change {result['change']}); "
-        f"{result['id']} is unchanged and stays in force until they approve it with "
-        "`ctxkeeper review` / `ctxkeeper approve`"
-    )
+    return ToolResult(_noted(text, result), text)
 
 
 def _deprecate(store: Store, args: JSONObject) -> ToolResult:
@@ -322,10 +330,10 @@ def _deprecate(store: Store, args: JSONObject) -> ToolResult:
         superseded_by=str(successor) if successor else None,
     )
     if result["pending"]:
-        return ToolResult(result, _pending_text(result, "the deprecation"))
-    return ToolResult(
-        result, f"deprecated {result['id']}; it is now a tombstone later writes are checked against"
-    )
+        text = guidance.pending_note(result, "the deprecation")
+    else:
+        text = f"deprecated {result['id']}; it is now a tombstone later writes are checked against"
+    return ToolResult(_noted(text, result), text)
 
 
 def _summary(store: Store, args: JSONObject) -> ToolResult:
@@ -335,7 +343,10 @@ def _summary(store: Store, args: JSONObject) -> ToolResult:
     result = project_summary(
         store, token_budget=budget if isinstance(budget, int) else None, with_drift=True
     )
-    return ToolResult(result, render_summary(result))
+    hard_delivery = store.config().hard_delivery
+    text = render_summary(result, hard_delivery=hard_delivery)
+    note = guidance.summary_note(result, hard_delivery=hard_delivery)
+    return ToolResult(_noted(note, result), text)
 
 
 def _drift(store: Store, args: JSONObject) -> ToolResult:
@@ -344,7 +355,11 @@ def _drift(store: Store, args: JSONObject) -> ToolResult:
     ids = args.get("ids")
     result = check_drift(store, [str(i) for i in ids] if isinstance(ids, list) else None)
     truncated = _cap(result, "results")
-    return ToolResult(result, drift_text(result), truncated=truncated)
+    text = drift_text(result)
+    note = text.splitlines()[0]
+    if result.get("drifted") or result.get("orphaned"):
+        note += "; re-read those entries, then verify_entry or update_entry them"
+    return ToolResult(_noted(note, result), text, truncated=truncated)
 
 
 def _verify(store: Store, args: JSONObject) -> ToolResult:
@@ -353,7 +368,8 @@ def _verify(store: Store, args: JSONObject) -> ToolResult:
     result = verify_entry(store, str(args["id"]), actor=agent_actor())
     sha = result.get("verified_sha")
     where = f"at {str(sha)[:12]}" if sha else "(no git: verified_sha stays null)"
-    return ToolResult(result, f"verified {result['id']} {where}; its drift starts again from here")
+    text = f"verified {result['id']} {where}; its drift starts again from here"
+    return ToolResult(_noted(text, result), text)
 
 
 def _export(store: Store, args: JSONObject) -> ToolResult:
@@ -361,7 +377,8 @@ def _export(store: Store, args: JSONObject) -> ToolResult:
 
     path = args.get("path")
     result = export_snapshot(store, str(path) if path else None)
-    return ToolResult(result, f"wrote the team snapshot {result['path']}; commit it with the code")
+    text = f"wrote the team snapshot {result['path']}; commit it with the code"
+    return ToolResult(_noted(text, result), text)
 
 
 def _import(store: Store, args: JSONObject) -> ToolResult:
@@ -375,11 +392,13 @@ def _import(store: Store, args: JSONObject) -> ToolResult:
         store, str(path) if path else None, actor=agent_actor(), fence="context"
     )
     notes = result.get("notes")
-    lines = [summary_line(result), *(notes if isinstance(notes, list) else [])]
-    return ToolResult(result, "\n".join(map(str, lines)))
+    lines = [summary_line(result), *map(str, notes if isinstance(notes, list) else [])]
+    return ToolResult(_noted("; ".join(lines), result), "\n".join(lines))
 
 
 _SIMILAR: Final[JSONObject] = {"type": "array"}
+#: An entry's label beside it: status, provenance, pending changes (``guidance.entry_label``).
+_LABEL: Final[JSONObject] = {"type": "string", "minLength": 1}
 _BOOL: Final[JSONObject] = {"type": "boolean"}
 #: The id of the change awaiting a person (the descriptions say when one is made).
 _CHANGE: Final[JSONObject] = {"type": "string"}
@@ -398,14 +417,20 @@ def _table() -> list[
             "get_context",
             "Get project memory",
             (
-                "Ranked decisions, constraints and pipelines for a question and/or a file you "
-                "will change (path). no_confident_match: nothing stored answers it; weak_match: "
-                "may not. as_of: ISO-8601 UTC."
+                "Project memory ranked for a question (query) and/or a file you will change "
+                "(path). Its note says how well it answers."
             ),
             CONTEXT_INPUT,
             _out(
                 {
-                    "results": _A,
+                    "results": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {"label": _LABEL},
+                            "required": ["label"],
+                        },
+                    },
                     "top_relevance": {"type": "number"},
                     "no_confident_match": {"type": "boolean"},
                     "weak_match": {"type": "boolean"},
@@ -422,11 +447,11 @@ def _table() -> list[
             "record_entry",
             "Record an entry",
             (
-                "Store what a later session must know, with its why. decision: summary (20+ "
-                "chars), problem (40+), why_chosen (60+), alternatives. constraint: rule (15+), "
-                "reason (40+, the incident behind it), hardness hard|soft. pipeline: name, purpose "
-                "(40+), steps (10+ each). supersedes=[ids] if it replaces entries. Times ISO-8601 "
-                "UTC. Refused if thin, secret-bearing, or matching a retired entry."
+                "Store what a later session must know, with its why. decision: summary 20+ "
+                "chars, problem 40+, why_chosen 60+, alternatives. constraint: rule 15+, reason "
+                "40+ (the incident), hardness. pipeline: name, purpose 40+, steps 10+ each. "
+                "supersedes: ids it replaces. Times ISO-8601 UTC. Refused if thin, "
+                "secret-bearing or like a retired entry."
             ),
             RECORD_INPUT,
             _out(
@@ -448,21 +473,31 @@ def _table() -> list[
             "query_entries",
             "Filter entries",
             (
-                "Exact filters, no ranking; every status unless status is given. known_at: what "
+                "Exact filters, no ranking; all statuses unless status is given. known_at: what "
                 "the store held then; as_of: valid then; text: substrings, all required. Times "
-                "ISO-8601 UTC, a bare date the whole day."
+                "ISO-8601 UTC."
             ),
             QUERY_INPUT,
-            _out({"results": _A, "total": {"type": "integer"}}, ["results", "total"]),
+            _out(
+                {
+                    "total": {"type": "integer"},
+                    "labels": {"type": "object", "additionalProperties": _LABEL},
+                    "results": _A,
+                },
+                ["results", "total", "labels"],
+            ),
             _READ,
             _query,
         ),
         (
             "get_entry",
             "Get an entry",
-            "One entry and its journal history (op, actor, reason, before, after).",
+            "One entry and its journal history.",
             _object({"id": _ID}, ["id"]),
-            _out({"entry": _O, "pending_changes": _A, "history": _A}, ["entry", "history"]),
+            _out(
+                {"label": _LABEL, "entry": _O, "pending_changes": _A, "history": _A},
+                ["label", "entry", "history"],
+            ),
             _READ,
             _get,
         ),
@@ -470,15 +505,14 @@ def _table() -> list[
             "update_entry",
             "Update an entry",
             (
-                "Change fields of an active or proposed entry, with a reason; floors re-apply. "
-                "Superseded or retired entries are frozen: record a successor. A change to a "
-                "person's entry waits for them (pending: true)."
+                "Change fields of an active or proposed entry (reason 10+ chars); floors "
+                "re-apply. A change to a person's entry waits for their approval."
             ),
             _object(
                 {
                     "id": _ID,
                     "updates": _O,
-                    "reason": {"type": "string", "minLength": 10, "maxLength": 2000},
+                    "reason": _STR,
                 },
                 ["id", "updates", "reason"],
             ),
@@ -501,14 +535,14 @@ def _table() -> list[
             "deprecate_entry",
             "Retire an entry",
             (
-                "Retire an entry with a reason (20+ chars), optionally naming its successor: a "
-                "tombstone, so the same content is refused later. Retiring a person's entry "
-                "waits for them (pending: true)."
+                "Retire an entry (reason 20+ chars), optionally naming its successor; the "
+                "tombstone refuses the same content later. A person's entry waits for their "
+                "approval."
             ),
             _object(
                 {
                     "id": _ID,
-                    "reason": {"type": "string", "minLength": 20, "maxLength": 2000},
+                    "reason": _STR,
                     "superseded_by": _ID,
                 },
                 ["id", "reason"],
@@ -523,7 +557,7 @@ def _table() -> list[
         (
             "get_project_summary",
             "Project overview",
-            "Counts, hard constraints, recent decisions, pending reviews and drift, in a budget.",
+            "Counts, hard constraints, recent decisions, pending reviews, drift.",
             _object({"token_budget": {"type": "integer", "minimum": 200, "maximum": 20000}}),
             _out(
                 {
@@ -532,6 +566,8 @@ def _table() -> list[
                     "hard_constraints": _A,
                     "recent_decisions": _A,
                     "pending_review": {"type": "integer"},
+                    "pending_entries": {"type": "integer"},
+                    "pending_change_count": {"type": "integer"},
                     "pending_changes": _A,
                     "drift": {},
                 },
@@ -543,11 +579,8 @@ def _table() -> list[
         (
             "check_drift",
             "Check entries for drift",
-            (
-                "Per scoped entry: commits touching its scope since verified_sha, missing scope "
-                "paths (orphaned_scope, with renames), days_since_verified."
-            ),
-            _object({"ids": _strings(_ID, 100)}),
+            "Per scoped entry: commits touching its scope since it was verified; scope paths gone.",
+            _object({"ids": {**_strings(_ID), "maxItems": 100}}),
             _out({"results": _A, "drifted": _A, "orphaned": _A, "git": _BOOL}, ["results"]),
             _READ,
             _drift,
@@ -555,7 +588,7 @@ def _table() -> list[
         (
             "verify_entry",
             "Verify an entry",
-            "Record that an entry still holds at HEAD (verified_at, verified_sha).",
+            "Record that an entry still holds at HEAD.",
             _object({"id": _ID}, ["id"]),
             _out({"id": {"type": "string"}, "entry": _O}, ["id", "entry"]),
             (False, False, True),
@@ -564,8 +597,8 @@ def _table() -> list[
         (
             "export_snapshot",
             "Write the team snapshot",
-            "Write the team snapshot (default .context/snapshot.jsonl) for git; auto_export does too.",
-            _object({"path": _SNAPSHOT_PATH}),
+            "Write the team snapshot (.context/snapshot.jsonl) to commit with the code.",
+            _object({"path": _STR}),
             _out({"path": {"type": "string"}}, ["path"]),
             (False, False, True),
             _export,
@@ -573,8 +606,8 @@ def _table() -> list[
         (
             "import_snapshot",
             "Merge the team snapshot",
-            "Merge teammates' snapshot (default as export) after git pull; idempotent; tombstones win.",
-            _object({"path": _SNAPSHOT_PATH}),
+            "Merge the team snapshot after git pull; idempotent; tombstones win.",
+            _object({"path": _STR}),
             _out(
                 {"events_added": {"type": "integer"}, "added": _A, "updated": _A, "notes": _A},
                 ["events_added"],

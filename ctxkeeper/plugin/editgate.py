@@ -103,7 +103,8 @@ def _drift_note(entry_id: str, drifted: dict[str, int], orphaned: set[str]) -> s
 
 
 def _pointer(rel: str, hidden: int) -> str:
-    return f"{hidden} more constraint(s) cover it; get_context with path={literal(rel)} lists them all."
+    more = f"{hidden} more constraint{' covers' if hidden == 1 else 's cover'} it"
+    return f"{more}; get_context with path={literal(rel)} lists them all."
 
 
 def _real_relative(path: str, root: str, rel: str) -> str | None:
@@ -155,14 +156,17 @@ def gate(ctx: HookContext, path: str) -> JSONObject | None:
     if hard and index.hard_delivery == "gate":
         # Every hard one counts as delivered, shown or not: one denial per file per session.
         ledger.mark(ledger_file, dict.fromkeys([r[0] for r in hard] + [r[0] for r in shown]))
+        # Not "not yet shown": the session's summary may have listed their headlines already.
+        one = len(hard) == 1
         head = (
             f"ctxkeeper: {literal(rel)} is governed by {len(hard)} hard "
-            f"constraint{'' if len(hard) == 1 else 's'} not yet shown in this session, so "
-            "this edit was held back before it ran:"
+            f"constraint{'' if one else 's'}; this edit was held back before it ran, so that "
+            f"you read {'it' if one else 'them'} in full before changing it:"
         )
         tail = (
-            "The same edit may be re-issued once it complies with them; these constraints "
-            "do not hold back another edit in this session."
+            f"The same edit may be re-issued once it complies with {'it' if one else 'them'}; "
+            f"{'this constraint does' if one else 'these constraints do'} not hold back "
+            "another edit in this session."
         )
         return _deny("\n".join([head, *lines, tail]))
     ledger.mark(ledger_file, [r[0] for r in shown])
@@ -173,3 +177,12 @@ def gate(ctx: HookContext, path: str) -> JSONObject | None:
             "additionalContext": "\n".join([head, *lines]),
         }
     }
+
+
+if __name__ == "__main__":
+    # `python -m ctxkeeper.plugin.editgate`: this gate as a process of its own, with the hook's
+    # stdin and environment, for callers that may not import the plugin layer (`ctxkeeper demo`
+    # plays Claude Code's part; con-012-6598 keeps cli below plugin).
+    from ctxkeeper.plugin.hookio import run
+
+    raise SystemExit(run("PreToolUse", handle))

@@ -111,7 +111,10 @@ def session_start(ctx: HookContext) -> JSONObject | None:
     planted = _planted_index_note(ctx)
     index = scopeindex.open_index(ctx.context_dir)  # warm the per-edit path
     summary = _summary_with_drift(store)
-    parts = ["ctxkeeper project memory (.context/):", render_summary(summary)]
+    parts = [
+        "ctxkeeper project memory (.context/):",
+        render_summary(summary, hard_delivery=index.hard_delivery),
+    ]
     parts.append(GATE_NOTE if index.hard_delivery == "gate" else GATE_OFF_NOTE)
     wide = sorted(
         (e for e in _live_constraints(store) if e.get("hardness") == "hard" and not e.get("scope")),
@@ -132,7 +135,7 @@ def session_start(ctx: HookContext) -> JSONObject | None:
     }
     note = _person_note(
         store,
-        int(str(summary.get("pending_review", 0))),
+        summary,
         compacted=compacted,
         arrived=arrived,
         event="SessionStart",
@@ -260,9 +263,11 @@ def _with_drift(note: str | None, drift: object) -> str | None:
     if not isinstance(drift, dict):
         return note
     drifted, orphaned = drift.get("drifted_count"), drift.get("orphaned_count")
+    from ctxkeeper.core.wording import counted
+
     parts = []
     if isinstance(drifted, int) and drifted:
-        parts.append(f"{drifted} entr{'y' if drifted == 1 else 'ies'} drifted since verified")
+        parts.append(f"{counted(drifted, 'entry', 'entries')} drifted since verified")
     if isinstance(orphaned, int) and orphaned:
         parts.append(f"{orphaned} with a scope path gone")
     if not parts:
@@ -295,14 +300,14 @@ def _import_team_snapshot(store: Store) -> str | None:
 
 
 def _person_note(
-    store: Store, pending: int, *, compacted: bool, arrived: str | None = None, event: str
+    store: Store, summary: JSONObject, *, compacted: bool, arrived: str | None = None, event: str
 ) -> str | None:
+    from ctxkeeper.read.guidance import awaiting_review
+
     notes = [arrived] if arrived else []
+    pending = awaiting_review(summary)
     if pending:
-        notes.append(
-            f"{pending} entr{'y' if pending == 1 else 'ies'} awaiting review "
-            "(`ctxkeeper review` in your terminal)"
-        )
+        notes.append(f"{pending} awaiting review (`ctxkeeper review` in your terminal)")
     if compacted:
         notes += _quality_notes(store, event)
     if not notes:
@@ -391,6 +396,5 @@ def pre_compact(ctx: HookContext) -> JSONObject | None:
 
     ledger.rearm(ctx.ledger())
     store = _open(ctx)
-    pending = int(str(project_summary(store).get("pending_review", 0)))
-    note = _person_note(store, pending, compacted=True, event="PreCompact")
+    note = _person_note(store, project_summary(store), compacted=True, event="PreCompact")
     return {"systemMessage": note} if note else None

@@ -22,6 +22,7 @@ from ctxkeeper.core import driftcache, fsutil, gitlog, scopeindex, times
 from ctxkeeper.core.errors import CtxkeeperError, NotFoundError, UsageError
 from ctxkeeper.core.model import check_id
 from ctxkeeper.core.scope import normalize_scope, scope_covers
+from ctxkeeper.core.wording import counted
 from ctxkeeper.read.render import headline, visible
 
 TYPE_CHECKING = False
@@ -546,10 +547,6 @@ def compact(report: Mapping[str, JSONValue]) -> JSONObject:
     }
 
 
-def _plural(count: int, one: str, many: str | None = None) -> str:
-    return f"{count} {one if count == 1 else (many or one + 's')}"
-
-
 def drift_text(report: Mapping[str, JSONValue], *, verbose: bool = False) -> str:
     """The report for a reader: a count line, then each entry that drifted, lost a scope path
     or could not be fully checked (every entry with ``verbose``), then the notes."""
@@ -557,7 +554,7 @@ def drift_text(report: Mapping[str, JSONValue], *, verbose: bool = False) -> str
     drifted = _list(report.get("drifted"))
     orphaned = _list(report.get("orphaned"))
     unseen = _list(report.get("unseen"))
-    head = f"{_plural(len(results), 'scoped entry', 'scoped entries')} checked"
+    head = f"{counted(len(results), 'scoped entry', 'scoped entries')} checked"
     if report.get("git"):
         head += f"; {len(drifted)} drifted"
     head += f"; {len(orphaned)} with missing scope paths"
@@ -607,9 +604,9 @@ def _entry_line(result: Mapping[str, JSONValue]) -> str:
     parts = [f"- {result.get('id')} ({result.get('kind')}, scope {scope}):"]
     if isinstance(count, int):
         start = f"verified {str(sha)[:12]}" if basis == "verified_sha" else f"its {basis}"
-        parts.append(f"{_plural(count, 'commit')} since {start}")
+        parts.append(f"{counted(count, 'commit')} since {start}")
     if isinstance(days, int):
-        parts.append(f"({_plural(days, 'day')} since verified)")
+        parts.append(f"({counted(days, 'day')} since verified)")
     return " ".join(parts)
 
 
@@ -651,7 +648,7 @@ def stale_entries(store: Store, days: int, *, now: float | None = None) -> JSONO
 def stale_text(report: Mapping[str, JSONValue]) -> str:
     results = [r for r in _list(report.get("results")) if isinstance(r, dict)]
     days = report.get("days")
-    lines = [f"{_plural(len(results), 'live entry', 'live entries')} not verified for {days}+ days"]
+    lines = [f"{counted(len(results), 'live entry', 'live entries')} not verified for {days}+ days"]
     lines.extend(
         f"- {r.get('id')} ({r.get('kind')}, {r.get('status')}): {r.get('days_since_verified')} "
         f"days since its {r.get('basis')}; {visible(str(r.get('line')))}"

@@ -20,6 +20,7 @@ from typing import Final
 from ctxkeeper.core import times
 from ctxkeeper.core.errors import ProjectionError
 from ctxkeeper.core.model import HARDNESS, ID_PATTERN
+from ctxkeeper.core.wording import counted
 from ctxkeeper.read.render import visible
 
 TYPE_CHECKING = False
@@ -356,8 +357,9 @@ def render_markdown(entries: Iterable[Entry], *, instant: datetime) -> str:
         "# Decisions and constraints",
         "",
         (
-            f"{_MARKDOWN_NOTE} Not listed: {proposed} proposal(s) awaiting review and {outside} "
-            "approved entry(ies) not valid today (see their valid_from and valid_until)."
+            f"{_MARKDOWN_NOTE} Not listed: {counted(proposed, 'proposal')} awaiting review and "
+            f"{counted(outside, 'approved entry', 'approved entries')} not valid today (see "
+            "their valid_from and valid_until)."
         ),
     ]
     sections = (
@@ -503,9 +505,9 @@ def splice_agents(existing: bytes | None, section: str) -> bytes:
 
 def _marker_problem(begins: list[tuple[int, int]], ends: list[tuple[int, int]]) -> str | None:
     if len(begins) > 1:
-        return f"{len(begins)} begin markers"
+        return counted(len(begins), "begin marker")
     if len(ends) > 1:
-        return f"{len(ends)} end markers"
+        return counted(len(ends), "end marker")
     if not ends:
         return "a begin marker without an end marker"
     if not begins:

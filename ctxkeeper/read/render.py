@@ -86,26 +86,16 @@ def _value(value: JSONValue, *, multiline: bool = False) -> str:
 
 def relevance_line(result: Mapping[str, JSONValue]) -> str:
     """The head of a ``get_context`` answer: how relevant the best match is, the band it falls
-    in, and the distinctive words of the question it leaves out (see read/coverage.py)."""
+    in, and the distinctive words of the question it leaves out (see read/coverage.py); in the
+    words the agent reads in the tool's note (read/guidance.py)."""
+    from ctxkeeper.read import guidance
+
     line = f"top_relevance {result.get('top_relevance')}"
     if result.get("no_confident_match"):
-        line += (
-            " - no confident match: nothing stored clearly answers this; do not treat these as "
-            "the answer"
-        )
+        line += f" - {guidance.NOTHING_CONFIDENT}"
     elif result.get("weak_match"):
-        line += (
-            " - weak match: related entries that may not answer this; check before relying on them"
-        )
-    missing = [str(w) for w in _strings(result.get("missing"))]
-    unmentioned = set(_strings(result.get("unmentioned")))
-    absent = [w for w in missing if w in unmentioned]
-    lacking = [w for w in missing if w not in unmentioned]
-    if absent:
-        line += f"\nnothing stored mentions {_words(absent)}"
-    if lacking:
-        line += f"\nthe best match does not cover {_words(lacking)}"
-    return line
+        line += f" - {guidance.WEAK}"
+    return "\n".join([line, *(visible(s) for s in guidance.missing_sentences(result))])
 
 
 def terms_line(item: Mapping[str, JSONValue]) -> str:

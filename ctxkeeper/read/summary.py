@@ -6,11 +6,13 @@ import json
 from typing import Final
 
 from ctxkeeper.core import times
-from ctxkeeper.core.changes import awaiting_decision, pending_changes
-from ctxkeeper.core.framing import MEMORY_END, MEMORY_HEAD
+from ctxkeeper.core.changes import awaiting_counts, pending_changes
+from ctxkeeper.core.framing import MEMORY_END, MEMORY_HEAD, literal
 from ctxkeeper.core.model import KINDS, STATUSES
 from ctxkeeper.core.provenance import approvals
+from ctxkeeper.core.wording import counted
 from ctxkeeper.read.framed import entry_line, provenance_text
+from ctxkeeper.read.guidance import awaiting_review
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,8 +32,9 @@ def project_summary(
 ) -> JSONObject:
     """Counts, the hard constraints in force, recent decisions and pending reviews.
 
-    ``pending_review`` counts what awaits a person: proposed entries (``pending_ids``) and
-    agent changes to entries a person recorded or approved (``pending_changes``).
+    ``pending_review`` counts what awaits a person: proposed entries (``pending_ids``, counted
+    in ``pending_entries``) and agent changes to entries a person recorded or approved
+    (``pending_changes``, counted in ``pending_change_count``).
 
     Lists are cut to fit the budget (characters / 4), hard constraints first because they
     are what an agent must not break; ``truncated`` says whether anything was left out.
@@ -62,6 +65,7 @@ def project_summary(
     if drift is not None:
         remaining -= len(json.dumps(drift))
     approved = approvals(store.dir)
+    waiting_entries, waiting_changes = awaiting_counts(entries)
     hard_items, remaining, cut_hard = _fit(hard, remaining, approved, with_scope=True)
     recent_items, remaining, cut_recent = _fit(recent, remaining, approved, with_scope=False)
     return {
@@ -69,7 +73,9 @@ def project_summary(
         "counts": counts,
         "hard_constraints": hard_items,
         "recent_decisions": recent_items,
-        "pending_review": awaiting_decision(entries),
+        "pending_review": waiting_entries + waiting_changes,
+        "pending_entries": waiting_entries,
+        "pending_change_count": waiting_changes,
         "pending_ids": list(pending[:PENDING_LISTED]),
         "pending_changes": [
             {"change": c["change"], "id": c["id"], "op": c["op"], "stale": c["stale"]}
@@ -153,8 +159,14 @@ def _fit(
     return items, remaining, False
 
 
-def render_summary(summary: JSONObject) -> str:
-    lines = [f"{summary['total']} entries; {summary['pending_review']} awaiting review"]
+def render_summary(summary: JSONObject, *, hard_delivery: str = "gate") -> str:
+    """The summary as text. A scoped hard constraint is listed with its reason and when it
+    comes in full: at the first edit of a file in its scope (held back there with
+    ``hard_delivery`` ``gate``)."""
+    total = summary.get("total")
+    head = counted(total if isinstance(total, int) else 0, "entry", "entries")
+    waiting = awaiting_review(summary)
+    lines = [f"{head}; {waiting or 'nothing'} awaiting review"]
     changes = summary.get("pending_changes")
     if isinstance(changes, list) and changes:
         lines.append(
@@ -170,11 +182,20 @@ def render_summary(summary: JSONObject) -> str:
         for title, items in (("hard constraints in force:", hard), ("recent decisions:", recent))
         if isinstance(items, list) and items
     ]
+    when = (
+        "the first edit of a file in its scope in a session is held back with it"
+        if hard_delivery == "gate"
+        else "it arrives in full next to the first edit of a file in its scope"
+    )
     if listed:
         lines.append(MEMORY_HEAD)
         for title, items in listed:
             lines.append(title)
-            lines.extend(f"  {item['line']}" for item in items)
+            for item in items:
+                lines.append(f"  {item['line']}")
+                if item.get("scope") and item.get("reason"):
+                    lines.append(f"      reason: {literal(item.get('reason'))}")
+                    lines.append(f"      ({when})")
         lines.append(MEMORY_END)
     drift = drift_line(summary.get("drift"))
     if drift:

@@ -33,6 +33,7 @@ from ctxkeeper.core.model import (
 from ctxkeeper.core.snapshot import default_path, digest, holds, untouched
 from ctxkeeper.core.snapshotformat import Snapshot, event_order, normal_entry, parse, same_event
 from ctxkeeper.core.snapshotpatch import CannotPatchError, line_key
+from ctxkeeper.core.wording import counted
 from ctxkeeper.write import heldback
 from ctxkeeper.write.importcheck import Checker
 from ctxkeeper.write.similarity import matching_tombstone
@@ -299,7 +300,8 @@ def _merge(
                 entry_id,
                 targets[entry_id],
                 actor=actor,
-                reason=f"resolved {len(tips[entry_id])} version(s) from {os.path.basename(source)}",
+                reason=f"resolved {counted(len(tips[entry_id]), 'version')} from "
+                f"{os.path.basename(source)}",
                 at=at,
                 extra={teamlog.RESOLVES: resolved},
             )
@@ -612,14 +614,14 @@ def summary_line(report: Mapping[str, JSONValue]) -> str:
     )
     held = report.get("held_back")
     held_text = held_line(held if isinstance(held, int) else 0)
-    parts = [f"{len(added)} new entr{'y' if len(added) == 1 else 'ies'}"]
+    parts = [counted(len(added), "new entry", "new entries")]
     parts.append(f"{len(updated)} updated")
     removed = _list(report.get("removed"))
     if removed:
         parts.append(f"{len(removed)} purged")
     text = "from the team snapshot: " + ", ".join(parts)
     if review:
-        text += f" ({len(review)} await review: `ctxkeeper review`)"
+        text += f" ({counted(len(review), 'awaits', 'await')} review: `ctxkeeper review`)"
     return f"{text}; {held_text}" if held_text else text
 
 

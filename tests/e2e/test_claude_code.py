@@ -307,6 +307,57 @@ class TestRecordThroughMcp:
         assert records[0]["id"] == held[0]["id"]
 
 
+class TestStructuredGuidance:
+    """Claude Code 2.1.332 hands the model a tool's structuredContent, not its text block
+    (issue 25): the guidance must be in what the model's request body carries."""
+
+    def test_the_model_reads_unreviewed_pending_and_missing_words(
+        self, workspace: Workspace
+    ) -> None:
+        person = add_constraint(
+            workspace, MIGRATION_RULE, MIGRATION_REASON, "hard", "db/migrations/"
+        )
+        proposal = {
+            "kind": "constraint",
+            "rule": "Migrations run inside one transaction each",
+            "reason": "On 2025-04-11 a half-applied migration left the orders table without keys",
+            "hardness": "soft",
+            "scope": ["db/migrations/"],
+        }
+        update = {
+            "id": person,
+            "updates": {"tags": ["database"]},
+            "reason": "tag the migration rule for the database team",
+        }
+        session = workspace.run(
+            [
+                [ToolCall(MCP_PREFIX + "record_entry", proposal)],
+                [ToolCall(MCP_PREFIX + "get_context", {"query": "migration retention policy"})],
+                [ToolCall(MCP_PREFIX + "update_entry", update)],
+                "done",
+            ]
+        )
+        read = [json.loads(session.tool_text(step)) for step in range(3)]
+        # What the model read is the structured result, notes first (a text block would not
+        # parse as JSON): the control that this is the channel the guidance must travel in.
+        assert all(next(iter(answer)) == "note" for answer in read), read
+        recorded, context, updated = read
+        assert "as a proposal: unreviewed until a person approves it" in recorded["note"]
+        assert "nothing stored mentions retention or policy" in context["note"]
+        labels = {item["id"]: item["label"] for item in context["results"]}
+        assert labels[recorded["id"]].startswith("proposed, unreviewed")
+        assert labels[person].startswith("active; recorded by a person")
+        change = updated["change"]
+        assert f"awaits a person's approval (change {change})" in updated["note"]
+        assert f"{person} is unchanged and stays in force" in updated["note"]
+        # The same words are in the request body the client sent, not only in our parse.
+        assert f"awaits a person's approval (change {change})" in session.after(2)
+        assert "nothing stored mentions retention or policy" in session.after(1)
+        # Control: the person's rule really is unchanged until they approve.
+        held = {str(e["id"]): e for e in entries(workspace)}
+        assert held[person]["tags"] == []
+
+
 class TestHumanOnlyDenials:
     def test_store_write_and_approve_are_denied_and_the_store_is_untouched(
         self, workspace: Workspace
