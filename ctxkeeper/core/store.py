@@ -927,7 +927,10 @@ def parse_entries_document(data: bytes, path: str) -> State:
         if not isinstance(entry, dict) or not isinstance(entry_id, str):
             raise StoreError(f"{path}: entries[{position}] is not an entry with an 'id'")
         if entry_id in state.entries:
+            # Every reader keeps the first copy, as the hooks' scope index does, so what
+            # `show` prints is what the gate delivers until doctor's report is acted on.
             state.duplicates.append(entry_id)
+            continue
         state.entries[entry_id] = entry
     return state
 
