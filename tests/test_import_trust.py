@@ -371,10 +371,6 @@ class TestBranchSwitch:
             team.a,
             "add",
             "decision",
-            *_flags(QUEUE | {"summary": "Send refund emails through the job queue too"}),
+            *_flags(QUEUE, summary="Send refund emails through the job queue too"),
         )
         assert tried in git(team.a, "diff", "--", SNAPSHOT)
-
-
-def _flags(fields: dict[str, str]) -> list[str]:
-    return [part for key, value in fields.items() for part in (f"--{key.replace('_', '-')}", value)]
