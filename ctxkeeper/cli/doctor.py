@@ -161,10 +161,22 @@ def _check(store: Store, report: Report) -> _Findings:
         )
     _check_journal(store, found, report)
     _check_shareable(store, found, report)
+    _check_person_marks(store, found, report)
     _check_entries(store, found, report)
     _check_agreement(store, found, report)
     _check_scope_index(store, found, report)
     return found
+
+
+def _check_person_marks(store: Store, found: _Findings, report: Report) -> None:
+    """Records that name a person but that no write in this clone made (a hand append)."""
+    from ctxkeeper.core import personmarks
+
+    if not found.journal_readable or found.journal_future:
+        return
+    since, noted = personmarks.marks(store.dir)
+    for record in personmarks.unmade(found.records, since, noted):
+        report.problems.append(f"{store.path(JOURNAL_FILE)}: {personmarks.describe(record)}")
 
 
 def _check_shareable(store: Store, found: _Findings, report: Report) -> None:

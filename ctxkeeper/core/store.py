@@ -23,6 +23,7 @@ from ctxkeeper.core import (
     handedits,
     journal,
     journalfile,
+    personmarks,
     policywatch,
     scopeindex,
     teamlog,
@@ -635,6 +636,7 @@ class Store:
         records: list[JSONObject] = []
         lines: list[bytes] = []
         seq, head = state.seq, state.head
+        seq_before = seq
         for group in (manual, events):
             if group:
                 chained = journal.sealed(group, seq=seq, head=head, tx=journal.new_tx_id())
@@ -648,6 +650,10 @@ class Store:
             size = journalfile.identity(jpath)
             if (size["size"] if size else 0) != state.journal_bytes:
                 raise StoreError(f"{jpath} changed while the store was locked; retry")
+            # Made by ctxkeeper's own write: a record naming a person is told apart from one
+            # appended by hand (ctxkeeper.core.personmarks). Noted first, so a kill between
+            # the two leaves a mark for nothing, never a record of ours without its mark.
+            personmarks.note(self.dir, records, seq_before)
             start = fsutil.append_durably(jpath, data)
             _fold(records, state)
             state.seq, state.head = seq, head
