@@ -23,6 +23,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from ctxkeeper.core._types import JSONObject
+
 
 def _doctor(root: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -77,3 +79,14 @@ def test_a_person_record_copied_into_the_journal_is_named(tmp_path: Path) -> Non
     assert "1 journal record names a person but no ctxkeeper write in this clone made it" in note
     # Said again at the next session, not only once.
     assert "1 journal record names a person" in _session_note(str(project))
+
+
+def test_a_note_cut_short_by_a_full_disk_does_not_swallow_the_next(tmp_path: Path) -> None:
+    from ctxkeeper.core import personmarks
+
+    personmarks.note(str(tmp_path), [], 0)
+    with open(tmp_path / personmarks.MARKS_FILE, "ab") as handle:
+        handle.write(b'{"event": "00000000dead')  # the write the disk cut short
+    record: JSONObject = {"event": "00000000beefbeef", "actor": {"origin": "user"}, "seq": 1}
+    personmarks.note(str(tmp_path), [record], 0)
+    assert personmarks.marks(str(tmp_path)) == (0, {"00000000beefbeef"})

@@ -37,7 +37,8 @@ STORE_FILES = (ENTRIES_FILE, JOURNAL_FILE, "config.json", "snapshot.jsonl")
 ENV = {**os.environ, "PYTHONPATH": REPO_ROOT}
 
 #: Runs the CLI with every write and fsync of a file under the store failing with ENOSPC
-#: (``all``), or the first write landing half its bytes before the disk fills (``short``).
+#: (``all``), or the first journal write landing half its bytes before the disk fills
+#: (``short``; writes before it land whole).
 FULL_DISK = textwrap.dedent(
     """
     import errno, os, sys
@@ -45,10 +46,14 @@ FULL_DISK = textwrap.dedent(
     real_open, real_write, real_fsync, real_close = os.open, os.write, os.fsync, os.close
     watched, landed = set(), []
 
+    journal_fds = set()
+
     def opener(path, flags, mode=0o777, *, dir_fd=None):
         fd = real_open(path, flags, mode, dir_fd=dir_fd)
         if os.path.realpath(os.fsdecode(path)).startswith(store_dir + os.sep):
             watched.add(fd)
+            if os.path.basename(os.fsdecode(path)) == "journal.jsonl":
+                journal_fds.add(fd)
         return fd
 
     def full(fd):
@@ -58,6 +63,8 @@ FULL_DISK = textwrap.dedent(
         if fd not in watched:
             return real_write(fd, data)
         if mode == "short" and not landed:
+            if fd not in journal_fds:
+                return real_write(fd, data)  # the disk fills at the journal line
             landed.append(fd)
             return real_write(fd, bytes(data[: len(data) // 2]))
         raise full(fd)
@@ -69,6 +76,7 @@ FULL_DISK = textwrap.dedent(
 
     def closer(fd):
         watched.discard(fd)
+        journal_fds.discard(fd)
         return real_close(fd)
 
     os.open, os.write, os.fsync, os.close = opener, writer, syncer, closer

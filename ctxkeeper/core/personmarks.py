@@ -52,9 +52,12 @@ def note(context_dir: str, records: Iterable[Mapping[str, JSONValue]], seq_befor
             lines.insert(0, json.dumps({"since": seq_before}) + "\n")
         if lines:
             # O_NOFOLLOW: a link planted in its place is not written through.
-            flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+            flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
             fd = os.open(path, flags, 0o644)
             try:
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    lines.insert(0, "\n")  # a line a full disk cut short stays on its own
                 os.write(fd, "".join(lines).encode())
                 os.fsync(fd)  # as durable as the journal line it vouches for
             finally:
