@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 from ctxkeeper.cli.review import decide
+from ctxkeeper.core import provenance
 from ctxkeeper.core.store import Store
 from ctxkeeper.write.verbs import agent_actor, record_entry, user_actor
 from tests.conftest import REPO_ROOT, constraint_fields, decision_fields
@@ -67,6 +68,10 @@ def test_a_person_record_copied_into_the_journal_is_named(tmp_path: Path) -> Non
     with open(journal, "ab") as handle:
         handle.write(copied[len(before) :])
     assert Store.open(str(project)).load().entries[str(mine)]["status"] == "active"
+    # What the hooks and tools say of each entry's approval leaves the copied record out.
+    approved = provenance.approvals(str(project / ".context"))
+    assert approved.get(str(kept)) == provenance.HERE  # the control
+    assert str(mine) not in approved
 
     found = _doctor(str(project))
     assert found.returncode == 1, found.stdout
