@@ -661,6 +661,22 @@ class TestJsonEverywhere:
         assert code == 0
         assert "beyond the token budget: raise --budget to see them" in out
 
+    @pytest.mark.parametrize(
+        "argv",
+        [["show"], ["add", "constraint", "--bogus"], ["nosuchverb"]],
+        ids=["missing-argument", "unknown-option", "unknown-verb"],
+    )
+    def test_a_usage_error_with_json_is_json_too(self, store: Store, argv: list[str]) -> None:
+        done = piped(*argv, "--json", "--project-dir", store.root)
+        assert done.returncode == 2
+        assert json.loads(done.stdout)["error"] == "usage"
+        assert "see `ctxkeeper" in json.loads(done.stdout)["message"]
+        assert "usage: ctxkeeper" in done.stderr
+        # The control: without --json, stdout stays empty and the text is on stderr alone.
+        text = piped(*argv, "--project-dir", store.root)
+        assert (text.returncode, text.stdout) == (2, "")
+        assert "usage: ctxkeeper" in text.stderr
+
     def test_demo_refuses_json_rather_than_print_text(
         self, capsys: pytest.CaptureFixture[str]
     ) -> None:

@@ -13,6 +13,7 @@ from ctxkeeper.core import journal
 from ctxkeeper.core.errors import StoreError
 from ctxkeeper.core.store import ENTRIES_FILE, JOURNAL_FILE, Store
 from ctxkeeper.read.rank import get_context
+from ctxkeeper.write import exchange
 from ctxkeeper.write.verbs import record_entry, user_actor
 from tests.conftest import constraint_fields, decision_fields, pipeline_fields
 
@@ -160,6 +161,26 @@ class TestRepairLosesNothing:
         assert accepted.repaired
         assert list(store.load().entries) == [rule_id]
         assert Path(accepted.backups[0]).read_text() == text[: len(text) - 3]
+
+    def test_a_repair_that_kept_fewer_entries_than_the_snapshot_suggests_import(
+        self, store: Store
+    ) -> None:
+        rule_id, decision_id = _two_entries(store)
+        path = Path(store.path(ENTRIES_FILE))
+        path.write_text("{ corrupt")
+        whole = run_doctor(store, actor=USER, repair=True)
+        assert whole.repaired
+        # The control: everything came back from the journal, so nothing to import.
+        assert not any("ctxkeeper import" in note for note in whole.notes), whole.notes
+        _write_journal(store, _journal_lines(store)[:1])
+        path.write_text("{ corrupt again")
+        cut = run_doctor(store, actor=USER, repair=True, accept_loss=True)
+        assert cut.repaired
+        [hint] = [note for note in cut.notes if "ctxkeeper import" in note]
+        assert f"holds 1 entries the repaired store does not ({decision_id})" in hint
+        assert rule_id not in hint
+        exchange.import_snapshot(store, actor=USER)
+        assert decision_id in store.load().entries
 
 
 class TestJournalHandEdits:

@@ -174,3 +174,43 @@ class TestLedger:
         path = ledger.ledger_path(str(tmp_path), session, "agent/../x")
         assert os.path.dirname(path) == os.path.join(str(tmp_path), ledger.LEDGER_DIR)
         assert ledger.ledger_path(str(tmp_path), "plain-id_1").endswith("plain-id_1.log")
+
+
+ORIGINAL = "Every charge request carries an idempotency key"
+COPY = "Charges may be sent twice without any idempotency key"
+
+
+@pytest.mark.parametrize("copy_first", [False, True], ids=["copy-appended", "copy-prepended"])
+def test_a_hand_duplicated_id_reads_the_same_copy_everywhere(
+    tmp_path: Path, copy_first: bool
+) -> None:
+    """With an id twice in entries.json, `show`, SessionStart and the gate deliver one and the
+    same copy (the first), so a person reading one sees what the agent is given."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+    from tests.hook_harness import edit, run_hook
+
+    project = tmp_path / "project"
+    (project / "src" / "billing").mkdir(parents=True)
+    store = make_store(project)
+    rule_id = add_constraint(store, rule=ORIGINAL, scope=["src/billing"])
+    path = project / ".context" / "entries.json"
+    doc = json.loads(path.read_text())
+    copy = {**doc["entries"][0], "rule": COPY}
+    doc["entries"] = [copy, *doc["entries"]] if copy_first else [*doc["entries"], copy]
+    path.write_text(json.dumps(doc, indent=2))
+    first, other = (COPY, ORIGINAL) if copy_first else (ORIGINAL, COPY)
+
+    shown = subprocess.run(
+        [sys.executable, "-m", "ctxkeeper", "--project-dir", str(project), "show", rule_id],
+        capture_output=True, text=True, cwd=REPO_ROOT, check=True,
+    ).stdout  # fmt: skip
+    start = run_hook(
+        "SessionStart", {"session_id": "s1", "hook_event_name": "SessionStart"}, project
+    ).context
+    gate = run_hook("PreToolUse", edit(project / "src" / "billing" / "x.py"), project).reason
+    for delivered in (shown, start, gate):
+        assert first in delivered
+        assert other not in delivered

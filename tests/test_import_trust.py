@@ -337,3 +337,40 @@ class TestMcp:
         assert "claim to be a person's" in json.dumps(forged["content"])
         team.check(team.b, cache="active", queue="proposed")
         assert len(waiting_for(team.b, team.rule)) == 1
+
+
+RETRIES = {
+    "summary": "Retry webhook deliveries with exponential backoff up to six hours",
+    "problem": "Partners' endpoints go down for maintenance and a single attempt lost events.",
+    "why_chosen": (
+        "Backoff spreads the retries out so a recovering endpoint is not flooded, and six "
+        "hours covers every maintenance window our partners announce."
+    ),
+}
+
+
+class TestBranchSwitch:
+    def test_the_store_is_the_clones_and_the_next_write_carries_it_to_this_branch(
+        self, tmp_path: Path
+    ) -> None:
+        """What README "Team memory through git" says a branch switch means: `git checkout`
+        changes only the snapshot file; the working store keeps what was recorded on the other
+        branch, and the next write on this branch puts it in this branch's snapshot, where the
+        commit's diff shows it."""
+        team = Team(tmp_path)
+        git(team.a, "checkout", "-q", "-b", "experiment")
+        tried = cli(team.a, "add", "decision", *_flags(RETRIES), agent=True)["id"]
+        git(team.a, "add", SNAPSHOT)
+        git(team.a, "commit", "-q", "-m", "a: try webhook retries")
+        git(team.a, "checkout", "-q", "main")
+        session_start(team.a)
+        # The control: main's committed snapshot does not hold it, and the store still does.
+        assert tried not in git(team.a, "show", f"HEAD:{SNAPSHOT}")
+        assert team.entries(team.a)[tried]["status"] == "proposed"
+        cli(
+            team.a,
+            "add",
+            "decision",
+            *_flags(QUEUE, summary="Send refund emails through the job queue too"),
+        )
+        assert tried in git(team.a, "diff", "--", SNAPSHOT)

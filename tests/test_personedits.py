@@ -90,3 +90,31 @@ class TestDeprecate:
         assert store.get(rule)["status"] == "deprecated"
         last = store.history(rule)[-1]
         assert last["actor"] == {**user_actor()}
+
+
+@pytest.mark.slow
+class TestPointersLeadToThem:
+    def test_reject_points_to_a_deprecate_that_runs(self, store: Store) -> None:
+        require_person_ancestry()
+        rule = _rule(store)
+        code, out = on_terminal(store.root, ["reject", rule, "--reason", "not wanted"], b"y\n")
+        assert code == 1, out
+        pointer = f"`ctxkeeper deprecate {rule} --reason TEXT`"
+        assert pointer in out
+        assert store.get(rule)["status"] == "active"  # the control: reject changed nothing
+        argv = ["deprecate", rule, "--reason", "the provider now deduplicates charges itself"]
+        code, out = on_terminal(store.root, argv, b"y\n")
+        assert code == 0, out
+        assert store.get(rule)["status"] == "deprecated"
+
+    def test_quality_advice_names_the_verbs_not_a_hand_edit(self, store: Store) -> None:
+        rule = _rule(store)
+        done = subprocess.run(
+            [sys.executable, "-m", "ctxkeeper", "doctor", "--quality", "--project-dir", store.root],
+            capture_output=True, text=True, stdin=subprocess.DEVNULL, env=person_env(),
+            timeout=60, check=False,
+        )  # fmt: skip
+        advice = [line for line in done.stdout.splitlines() if f"{rule} has no tags" in line]
+        assert advice, done.stdout  # the control: there is advice to read
+        assert "`ctxkeeper edit ID` in a person's terminal" in advice[0]
+        assert "entries.json" not in done.stdout

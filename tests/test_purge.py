@@ -4,6 +4,7 @@ could not reach."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -136,6 +137,52 @@ class TestPurge:
         lines = forget.report(store, str(rule["id"]), texts)
         assert any("notes-backup.json" in line for line in lines)
         assert not any(line.startswith("removed:") for line in lines)
+
+    def test_the_search_index_forgets_the_entry(self, store: Store) -> None:
+        rule = record_entry(
+            store, "constraint", constraint_fields(rule=RULE, reason=REASON), actor=user_actor()
+        )
+        found = subprocess.run(
+            [sys.executable, "-m", "ctxkeeper", "--project-dir", store.root, "search", "phone"],
+            capture_output=True, text=True, cwd=REPO_ROOT, check=True,
+        )  # fmt: skip
+        assert str(rule["id"]) in found.stdout
+        index = os.path.join(store.dir, "cache", "text-index.json")
+        with open(index, encoding="utf-8") as handle:
+            assert str(rule["id"]) in json.load(handle)["ids"]  # the control: it was indexed
+        code, out = on_terminal(
+            store.root, ["purge", str(rule["id"]), "--reason", "it names customer data"], b"y\n"
+        )
+        assert code == 0, out
+        assert not os.path.exists(index)
+        assert "no file under .context/ holds its text" in out
+
+    def test_a_live_entry_quoting_the_text_is_not_reported_but_a_stray_copy_is(
+        self, store: Store
+    ) -> None:
+        rule = record_entry(
+            store, "constraint", constraint_fields(rule=RULE, reason=REASON), actor=user_actor()
+        )
+        quoting = record_entry(
+            store,
+            "constraint",
+            constraint_fields(
+                rule=RULE + " or into the billing export",
+                reason="The billing export is shared with the payment provider every night",
+            ),
+            actor=user_actor(),
+        )
+        with open(os.path.join(store.dir, "notes-backup.txt"), "w", encoding="utf-8") as handle:
+            handle.write(RULE)
+        code, out = on_terminal(
+            store.root, ["purge", str(rule["id"]), "--reason", "it names customer data"], b"y\n"
+        )
+        assert code == 0, out
+        held = next(line for line in out.splitlines() if "still holding its text" in line)
+        assert "notes-backup.txt" in held
+        for own_file in ("entries.json", "journal.jsonl", "snapshot.jsonl", "scope-index"):
+            assert own_file not in held, held
+        assert store.get(str(quoting["id"]))["rule"] == RULE + " or into the billing export"
 
 
 class TestAcrossClones:

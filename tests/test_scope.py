@@ -130,6 +130,10 @@ class TestNormalizeScope:
             pytest.param("src/..", "", id="dotdot-to-root"),
             pytest.param("src/app.py", "src/app.py", id="file"),
             pytest.param("...", "...", id="three-dots-is-a-name"),
+            # Controls for the drive and home refusals: names that only look alike.
+            pytest.param("src/C:/x", "src/C:/x", id="colon-further-in"),
+            pytest.param("~backup/x", "~backup/x", id="tilde-in-a-name"),
+            pytest.param("docs/~/x", "docs/~/x", id="tilde-further-in"),
         ],
     )
     def test_canonical_form(self, scope: str, expected: str) -> None:
@@ -156,6 +160,10 @@ class TestNormalizeScope:
             pytest.param("src/?.py", True, "is a glob pattern", id="glob-question"),
             pytest.param("[ab]/x", True, "is a glob pattern", id="glob-bracket"),
             pytest.param("/etc", True, "is outside the project root", id="absolute-outside"),
+            pytest.param("C:\\x", True, "is a Windows drive path", id="windows-drive"),
+            pytest.param("d:/src", False, "is a Windows drive path", id="windows-drive-slash"),
+            pytest.param("~/x", True, "is a home-directory path", id="home"),
+            pytest.param("~\\x", False, "is a home-directory path", id="home-backslash"),
         ],
     )
     def test_rejects(self, root: str, scope: str, with_root: bool, reason: str) -> None:

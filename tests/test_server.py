@@ -201,26 +201,41 @@ class TestFraming:
 class TestLineLimit:
     def test_read_lines_boundaries(self) -> None:
         data = b"12345\n123456\nabc\n1234567890123\nend"
-        assert list(jsonrpc.read_lines(io.BytesIO(data), limit=5)) == [
+        lines = list(jsonrpc.read_lines(io.BytesIO(data), limit=5))
+        assert [x if isinstance(x, bytes) else ("overlong", x.head) for x in lines] == [
             b"12345\n",
-            None,
+            ("overlong", b"123456"),
             b"abc\n",
-            None,
+            ("overlong", b"123456"),
             b"end",
         ]
 
     def test_overlong_line_at_eof(self) -> None:
-        assert list(jsonrpc.read_lines(io.BytesIO(b"x" * 20), limit=5)) == [None]
+        [only] = list(jsonrpc.read_lines(io.BytesIO(b"x" * 20), limit=5))
+        assert isinstance(only, jsonrpc.Overlong)
 
     def test_exact_limit_without_newline_is_a_line(self) -> None:
         assert list(jsonrpc.read_lines(io.BytesIO(b"x" * 5), limit=5)) == [b"xxxxx"]
 
-    def test_overlong_line_is_answered_and_skipped(self) -> None:
-        huge = b'{"jsonrpc":"2.0","id":7,"method":"ping","params":{"x":"' + b"a" * (
-            jsonrpc.MAX_LINE_BYTES
-        )
-        replies = run(huge + b'"}}', request("ping", 8))
-        assert error_of(replies[0]) == (jsonrpc.INVALID_REQUEST, None)
+    @pytest.mark.parametrize(
+        ("start", "answered_to"),
+        [
+            pytest.param(b'{"jsonrpc":"2.0","id":7,"method":"ping",', 7, id="int-id"),
+            pytest.param(b'{ "id" : "call-9" , "jsonrpc":"2.0",', "call-9", id="text-id"),
+            # The controls: an id the line's start does not hold cannot be answered to.
+            pytest.param(b'{"jsonrpc":"2.0","method":"ping",', None, id="id-after-the-cut"),
+            pytest.param(b'{"params":{"id":3},"jsonrpc":"2.0",', None, id="nested-id-only"),
+            pytest.param(b'{"id":true,"jsonrpc":"2.0",', None, id="id-not-text-or-int"),
+            pytest.param(b'[{"id":7},', None, id="not-an-object"),
+        ],
+    )
+    def test_overlong_line_is_answered_by_its_id_and_skipped(
+        self, start: bytes, answered_to: JSONValue
+    ) -> None:
+        huge = start + b'"pad":"' + b"a" * jsonrpc.MAX_LINE_BYTES
+        replies = run(huge + b'"}', request("ping", 8))
+        assert error_of(replies[0]) == (jsonrpc.INVALID_REQUEST, answered_to)
+        assert "longer than" in str(replies[0]["error"])
         assert replies[1] == {"jsonrpc": "2.0", "id": 8, "result": {}}
         assert len(replies) == 2
 

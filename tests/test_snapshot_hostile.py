@@ -451,6 +451,33 @@ def _below_contract_floor(c: Control) -> Case:
     return Case(data, line, [NEW_ID, "rule", "the minimum is 15"], repaired)
 
 
+def _window_past_the_range(c: Control) -> Case:
+    # The write path refuses this bound (ctxkeeper.core.times), so an import must too.
+    data, line = _with_new_event(c, valid_until="9999-12-31")
+    repaired, _ = _with_new_event(c, valid_until="2099-12-31")
+    return Case(data, line, [NEW_ID, "valid_until", "outside years 1970 to 9998"], repaired)
+
+
+def _revision_that_wins_every_fold(c: Control) -> Case:
+    data, line = _with_new_event(c, revision=10**400)
+    repaired, _ = _with_new_event(c, revision=1)
+    return Case(data, line, [NEW_ID, "revision must be between 1 and"], repaired)
+
+
+def _mutual_supersession(c: Control) -> Case:
+    other_id, other_event = "con-010-beef", "00000000feedbeef"
+    lines = c.lines()
+    first = c.new_event(lines, supersedes=[other_id])
+    second = c.new_event(lines, id=other_id, supersedes=[NEW_ID])
+    second["journal"].update(event=other_event, id=other_id)
+    second["journal"]["after"]["rule"] = "Webhook payloads are signed with the rotating key"
+    lines += [first, second]
+    repaired, _ = _with_new_event(c)
+    return Case(
+        c.render(lines), len(lines) - 1, [f"{NEW_ID} and {other_id} supersede each other"], repaired
+    )
+
+
 CASES: dict[str, Callable[[Control], Case]] = {
     "truncated": _truncated,
     "truncated-mid-file": _truncated_mid_file,
@@ -483,6 +510,9 @@ CASES: dict[str, Callable[[Control], Case]] = {
     "repeated-identity": _repeated_identity,
     "edited-local-event": _edited_local_event,
     "below-contract-floor": _below_contract_floor,
+    "window-past-the-range": _window_past_the_range,
+    "revision-that-wins-every-fold": _revision_that_wins_every_fold,
+    "mutual-supersession": _mutual_supersession,
 }
 SECRETS = (AWS_KEY_ID, GITHUB_TOKEN)
 

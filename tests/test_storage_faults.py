@@ -24,6 +24,7 @@ from ctxkeeper.core.store import ENTRIES_FILE, JOURNAL_FILE, Store
 from ctxkeeper.write.verbs import record_entry, user_actor
 from tests.conftest import REPO_ROOT, constraint_fields
 from tests.mcp_wire import McpSession
+from tests.terminal import on_terminal, require_person_ancestry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,7 +37,8 @@ STORE_FILES = (ENTRIES_FILE, JOURNAL_FILE, "config.json", "snapshot.jsonl")
 ENV = {**os.environ, "PYTHONPATH": REPO_ROOT}
 
 #: Runs the CLI with every write and fsync of a file under the store failing with ENOSPC
-#: (``all``), or the first write landing half its bytes before the disk fills (``short``).
+#: (``all``), or the first journal write landing half its bytes before the disk fills
+#: (``short``; writes before it land whole).
 FULL_DISK = textwrap.dedent(
     """
     import errno, os, sys
@@ -44,10 +46,14 @@ FULL_DISK = textwrap.dedent(
     real_open, real_write, real_fsync, real_close = os.open, os.write, os.fsync, os.close
     watched, landed = set(), []
 
+    journal_fds = set()
+
     def opener(path, flags, mode=0o777, *, dir_fd=None):
         fd = real_open(path, flags, mode, dir_fd=dir_fd)
         if os.path.realpath(os.fsdecode(path)).startswith(store_dir + os.sep):
             watched.add(fd)
+            if os.path.basename(os.fsdecode(path)) == "journal.jsonl":
+                journal_fds.add(fd)
         return fd
 
     def full(fd):
@@ -57,6 +63,8 @@ FULL_DISK = textwrap.dedent(
         if fd not in watched:
             return real_write(fd, data)
         if mode == "short" and not landed:
+            if fd not in journal_fds:
+                return real_write(fd, data)  # the disk fills at the journal line
             landed.append(fd)
             return real_write(fd, bytes(data[: len(data) // 2]))
         raise full(fd)
@@ -64,6 +72,46 @@ FULL_DISK = textwrap.dedent(
     def syncer(fd):
         if fd in watched:
             raise full(fd)
+        return real_fsync(fd)
+
+    def closer(fd):
+        watched.discard(fd)
+        journal_fds.discard(fd)
+        return real_close(fd)
+
+    os.open, os.write, os.fsync, os.close = opener, writer, syncer, closer
+    from ctxkeeper.cli.app import main
+    sys.exit(main(argv))
+    """
+)
+
+
+#: A purge on a pseudo-terminal whose store writes start failing with ENOSPC after the first
+#: ``sys.argv[1]`` writes: the disk fills part way through the purge.
+FULL_DISK_AFTER = textwrap.dedent(
+    """
+    import errno, os, sys
+    after, store_dir = int(sys.argv[1]), os.path.realpath(sys.argv[2])
+    argv = sys.argv[6:]  # after the `python -m ctxkeeper` the terminal helper appends
+    real_open, real_write, real_fsync, real_close = os.open, os.write, os.fsync, os.close
+    watched, landed = set(), []
+
+    def opener(path, flags, mode=0o777, *, dir_fd=None):
+        fd = real_open(path, flags, mode, dir_fd=dir_fd)
+        if os.path.realpath(os.fsdecode(path)).startswith(store_dir + os.sep):
+            watched.add(fd)
+        return fd
+
+    def writer(fd, data):
+        if fd in watched:
+            if len(landed) >= after:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            landed.append(fd)
+        return real_write(fd, data)
+
+    def syncer(fd):
+        if fd in watched and len(landed) >= after:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real_fsync(fd)
 
     def closer(fd):
@@ -271,6 +319,56 @@ class TestFullDiskInjected:
 
 
 MOUNT_SKIP = "mounting a filesystem needs root (CI as a user uses the injected faults)"
+
+
+class TestPurgeOnAFullDisk:
+    def test_a_purge_the_disk_cuts_short_says_one_thing_and_how_to_finish(
+        self, tmp_path: Path
+    ) -> None:
+        """Whatever write the disk fills at, the purge either did not happen (and says so) or
+        happened (and says which file still holds the text, and how to finish), never both."""
+        require_person_ancestry()
+        outcomes = set()
+        for after in range(12):
+            project = tmp_path / f"project-{after}"
+            project.mkdir()
+            store = Store.open(str(project))
+            store.init()
+            rule = record(store, RULES[0])
+            code, out = on_terminal(
+                store.root,
+                ["purge", rule, "--reason", "it names customer data"],
+                b"y\n",
+                prefix=[sys.executable, "-c", FULL_DISK_AFTER, str(after), store.dir],
+            )
+            if code == 1:
+                assert "cannot purge: No space left on device" in out, out
+                assert "run the command again" in out, out
+                assert f"purge: {rule}" not in out, out
+                assert "removed:" not in out, out
+                # Run again with room, as it says, the purge finishes whatever had landed.
+                code, out = on_terminal(
+                    store.root, ["purge", rule, "--reason", "it names customer data"], b"y\n"
+                )
+                assert code == 0, out
+                assert "removed: no file under .context/ holds its text" in out, out
+                outcomes.add("refused")
+                continue
+            assert code == 0, out
+            assert "cannot purge" not in out, out
+            assert rule not in listed_ids(store.root)
+            if "the team snapshot was not refreshed" in out:
+                assert "`ctxkeeper export snapshot` rewrites it" in out, out
+                assert "delete or edit these files by hand" not in out, out
+                assert cli(store.root, "export", "snapshot").returncode == 0
+                with open(store.path("snapshot.jsonl"), encoding="utf-8") as handle:
+                    assert RULES[0] not in handle.read()
+                outcomes.add("snapshot left")
+            else:
+                assert "removed: no file under .context/ holds its text" in out, out
+                outcomes.add("done")
+        # Each way it can end was met, so no branch above passed for want of a case.
+        assert outcomes == {"refused", "snapshot left", "done"}
 
 
 @contextlib.contextmanager

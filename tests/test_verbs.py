@@ -305,3 +305,16 @@ class TestReviewPolicyAndSecrets:
         labels = {item["id"]: item["label"] for item in result["similar_entries"]}
         assert labels.get(first) == "likely_contradiction"
         assert journal.verify_chain(store.read_journal()) == []
+
+
+class TestForeignScopes:
+    @pytest.mark.parametrize("scope", ["C:\\x", "~/x"])
+    def test_a_drive_or_home_scope_is_refused_and_nothing_stored(
+        self, store: Store, scope: str
+    ) -> None:
+        with pytest.raises(UsageError, match="not a path in this project"):
+            record(store, "constraint", constraint_fields(scope=[scope]))
+        # The control: the same entry under a project path is stored.
+        kept = record(store, "constraint", constraint_fields(scope=["src/x/"]))
+        assert list(store.load().entries) == [kept]
+        assert store.get(kept)["scope"] == ["src/x"]

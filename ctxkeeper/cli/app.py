@@ -105,12 +105,23 @@ def _add_common_options(parser: argparse.ArgumentParser, *, suppress: bool) -> N
     )
 
 
+class _UsageExit(SystemExit):
+    """argparse's exit on a usage error (status 2), carrying the message it printed."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(2)
+        self.message = message
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, with usage errors that say where to look next."""
 
     def error(self, message: str) -> NoReturn:
         # argparse quotes some values with repr and others raw ("unrecognized arguments").
-        super().error(f"{_shown(message)} (see `{self.prog} --help`)")
+        text = f"{_shown(message)} (see `{self.prog} --help`)"
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"{self.prog}: error: {text}\n")
+        raise _UsageExit(text)
 
 
 class _KindHelp(argparse.Action):
@@ -270,7 +281,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if undecodable:
         print(f"ctxkeeper: {undecodable}", file=sys.stderr)
         return 2
-    args = _parser().parse_args(arguments, _Args())
+    try:
+        args = _parser().parse_args(arguments, _Args())
+    except _UsageExit as usage:
+        # A script that asked for JSON reads stdout: it gets the error there too, as for
+        # every other failure (_report_error), not only text on stderr.
+        if "--json" in arguments:
+            print(json.dumps({"error": "usage", "message": usage.message}), flush=True)
+        raise
     try:
         status = _HANDLERS[args.command](args)
         # Written here, a closed pipe is caught below rather than at interpreter exit. With

@@ -34,6 +34,8 @@ from ctxkeeper.core.wording import counted
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from ctxkeeper.core._types import JSONObject, JSONValue
     from ctxkeeper.read.quality import Finding
 
@@ -161,10 +163,22 @@ def _check(store: Store, report: Report) -> _Findings:
         )
     _check_journal(store, found, report)
     _check_shareable(store, found, report)
+    _check_person_marks(store, found, report)
     _check_entries(store, found, report)
     _check_agreement(store, found, report)
     _check_scope_index(store, found, report)
     return found
+
+
+def _check_person_marks(store: Store, found: _Findings, report: Report) -> None:
+    """Records that name a person but that no write in this clone made (a hand append)."""
+    from ctxkeeper.core import personmarks
+
+    if not found.journal_readable or found.journal_future:
+        return
+    since, noted = personmarks.marks(store.dir)
+    for record in personmarks.unmade(found.records, since, noted):
+        report.problems.append(f"{store.path(JOURNAL_FILE)}: {personmarks.describe(record)}")
 
 
 def _check_shareable(store: Store, found: _Findings, report: Report) -> None:
@@ -506,7 +520,33 @@ def _repair(store: Store, found: _Findings, actor: JSONObject) -> Report:
     _journal_hand_edits(store, done, actor)
     _journal_quarantine(store, quarantined, actor)
     _rebuild_scope_index(store, found, done)
+    _suggest_import(store, state.entries, done)
     return done
+
+
+def _suggest_import(store: Store, kept: Mapping[str, JSONValue], done: Report) -> None:
+    """Point at the team snapshot when it holds entries the repaired store does not: the
+    repair could only keep what this clone's files held, and an import brings the rest back."""
+    from ctxkeeper.core import snapshot, snapshotformat
+    from ctxkeeper.core.errors import SnapshotError
+
+    path = store.path("snapshot.jsonl")
+    data = fsutil.read_bytes(path)
+    if not data:
+        return
+    try:
+        held = snapshotformat.parse(data, path)
+    except SnapshotError:
+        return  # a snapshot that does not read is reported by import itself
+    missing = sorted({str(entry["id"]) for _, entry in held.entries} - set(kept))
+    if missing:
+        # This clone wrote that file, so an import would skip it as already held.
+        snapshot.forget(store.dir, path)
+        shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+        done.notes.append(
+            f"the team snapshot holds {len(missing)} entries the repaired store does not "
+            f"({shown}); `ctxkeeper import` brings them back"
+        )
 
 
 def _seq(record: JSONObject) -> int:

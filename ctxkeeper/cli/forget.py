@@ -12,6 +12,7 @@ import os
 import subprocess
 from typing import Final
 
+from ctxkeeper.core.model import ID_PATTERN
 from ctxkeeper.core.wording import counted
 
 TYPE_CHECKING = False
@@ -42,8 +43,13 @@ def _forms(text: str) -> list[bytes]:
     return list(dict.fromkeys([text.encode(), json.dumps(text, ensure_ascii=False)[1:-1].encode()]))
 
 
-def files_holding(directory: str, texts: list[str]) -> list[str]:
-    """Files under ``directory`` that still hold any of ``texts`` (paths relative to it)."""
+def files_holding(directory: str, texts: list[str], entry_id: str | None = None) -> list[str]:
+    """Files under ``directory`` that still hold any of ``texts`` (paths relative to it).
+
+    With ``entry_id``, a JSON file is read record by record and only text outside every other
+    entry's records counts: another live entry may quote the purged text, and its records are
+    not this purge's to report (a person told to hand-edit them would destroy that entry).
+    """
     needles = [form for text in texts for form in _forms(text)]
     holding: list[str] = []
     for folder, _, names in os.walk(directory):
@@ -54,9 +60,64 @@ def files_holding(directory: str, texts: list[str]) -> list[str]:
                     data = handle.read()
             except OSError:
                 continue
-            if any(needle in data for needle in needles):
+            if not any(needle in data for needle in needles):
+                continue
+            if entry_id is None or _own_records_hold(data, texts, entry_id):
                 holding.append(os.path.relpath(path, directory))
     return sorted(holding)
+
+
+def _own_records_hold(data: bytes, texts: list[str], entry_id: str) -> bool:
+    """Whether ``data`` holds a text in ``entry_id``'s records or outside any entry's; a file
+    that is not JSON or JSON lines is judged by its bytes (it holds the text)."""
+    values = _json_values(data)
+    if values is None:
+        return True
+    return any(_holds(value, texts, entry_id, None) for value in values)
+
+
+def _json_values(data: bytes) -> list[JSONValue] | None:
+    try:
+        text = data.decode("utf-8")
+        try:
+            return [json.loads(text)]
+        except ValueError:
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+    except (ValueError, RecursionError):
+        return None
+
+
+def _holds(value: JSONValue, texts: list[str], entry_id: str, owner: str | None) -> bool:
+    # A record names its entry in an "id" field (entries, journal and snapshot lines) or as
+    # its first item (the scope index's rows); what it holds is that entry's.
+    if isinstance(value, dict):
+        named = value.get("id")
+        if isinstance(named, str) and ID_PATTERN.match(named):
+            owner = named
+        items: list[JSONValue] = list(value.values())
+    elif isinstance(value, list):
+        first = value[0] if value else None
+        if isinstance(first, str) and ID_PATTERN.match(first):
+            owner = first
+        items = value
+    elif isinstance(value, str):
+        return owner in (None, entry_id) and any(text in value for text in texts)
+    else:
+        return False
+    return any(_holds(item, texts, entry_id, owner) for item in items)
+
+
+def _indexed(directory: str, entry_id: str) -> list[str]:
+    """The search index, when it still lists the entry: it holds its terms, not its text."""
+    from ctxkeeper.read.textindex import CACHE_FILE
+
+    relative = os.path.join("cache", CACHE_FILE)
+    try:
+        with open(os.path.join(directory, relative), "rb") as handle:
+            listed = json.loads(handle.read()).get("ids")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return []
+    return [relative] if isinstance(listed, list) and entry_id in listed else []
 
 
 def _git(root: str, *args: str) -> str | None:
@@ -84,13 +145,22 @@ def commits_holding(root: str, texts: list[str]) -> list[str]:
 def report(store: Store, entry_id: str, texts: list[str]) -> list[str]:
     """One line per place: what now holds none of the text, and what still does."""
     lines = []
-    holding = files_holding(store.dir, texts)
+    holding = sorted({*files_holding(store.dir, texts, entry_id), *_indexed(store.dir, entry_id)})
+    if "snapshot.jsonl" in holding:
+        # The purge wrote the store and journal but could not refresh the snapshot (a full
+        # disk): that file is the purge's own to finish, not one to edit by hand.
+        holding.remove("snapshot.jsonl")
+        lines.append(
+            "not yet removed: .context/snapshot.jsonl still holds its text (the refresh after "
+            "the purge failed, see above); `ctxkeeper export snapshot` rewrites it without the "
+            "entry once it can write"
+        )
     if holding:
         lines.append(
             f"still holding its text under .context/: {', '.join(holding)} (not made by this "
             "purge's write; delete or edit these files by hand)"
         )
-    else:
+    elif not lines:
         lines.append(
             f"removed: no file under .context/ holds its text any more (the entries, the "
             f"journal, where its records keep digests, and the snapshot); a re-record of "

@@ -11,6 +11,8 @@ under the store lock, and otherwise refuses it as stale, writing nothing.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from dataclasses import dataclass
 from typing import Final
 
@@ -85,7 +87,20 @@ def decide(
     with store.transaction() as tx:
         if shown is not None:
             verdicts.require_as_shown(tx.entries, verb, ids, shown)
-        return run(tx, ids, actor, why, at)
+        done = run(tx, ids, actor, why, at)
+    if verb == "purge":
+        _drop_text_index(store)
+    return done
+
+
+def _drop_text_index(store: Store) -> None:
+    # The search index built before the purge still holds the entry's terms until the next
+    # search rebuilds it; a purge must leave no file holding them, so it goes now.
+    from ctxkeeper.read.textindex import CACHE_FILE
+
+    # A failure is left to the report, which looks at the files afterwards and names it.
+    with contextlib.suppress(OSError):
+        os.remove(os.path.join(store.dir, "cache", CACHE_FILE))
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from ctxkeeper.core.errors import (
 )
 from ctxkeeper.core.scope import normalize_scope
 from ctxkeeper.core.text import forbidden_control, readable_length
-from ctxkeeper.core.times import check_window, normalize_time
+from ctxkeeper.core.times import check_window, normalize_time, stored_time_problem
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,6 +40,8 @@ TOMBSTONE_STATUSES: Final = frozenset({"deprecated", "rejected"})
 
 KIND_PREFIX: Final = MappingProxyType({"decision": "dec", "constraint": "con", "pipeline": "pip"})
 PREFIX_KIND: Final = MappingProxyType({v: k for k, v in KIND_PREFIX.items()})
+#: The largest revision: every JSON reader holds it exactly, and no entry is edited that often.
+MAX_REVISION: Final = 2**53 - 1
 ID_PATTERN: Final = re.compile(r"^(dec|con|pip)-(\d{3,})-([0-9a-f]{4})$")
 
 #: The text fields each kind must fill, in display order.
@@ -345,6 +347,24 @@ def editable_view(entry: Mapping[str, object]) -> dict[str, object]:
     return {field: entry[field] for field in EDITABLE_FIELDS[kind] if field in entry}
 
 
+def arriving_problems(entry: Mapping[str, object]) -> list[str]:
+    """What is wrong with an entry another clone sends: :func:`stored_problems` and the
+    validity window the write path refuses, since an import must accept nothing a write would
+    not (a hand edit already in this store is only reported, its bad bounds read as absent)."""
+    problems = stored_problems(entry)
+    entry_id = entry.get("id")
+    for name in ("valid_from", "valid_until"):
+        problem = stored_time_problem(entry.get(name))
+        if problem:
+            problems.append(f"{entry_id}: {name}: {problem}")
+    if not problems:
+        try:
+            check_window(entry.get("valid_from"), entry.get("valid_until"))
+        except ValidationError as exc:
+            problems.append(f"{entry_id}: {exc}")
+    return problems
+
+
 def stored_problems(entry: Mapping[str, object]) -> list[str]:
     """What is wrong with a stored entry (for doctor and import); empty when it is sound."""
     problems: list[str] = []
@@ -357,8 +377,12 @@ def stored_problems(entry: Mapping[str, object]) -> list[str]:
         problems.append(f"{entry_id}: bad status {entry.get('status')!r}")
     if entry.get("origin") not in ORIGINS:
         problems.append(f"{entry_id}: bad origin {entry.get('origin')!r}")
-    if not isinstance(entry.get("revision"), int):
+    revision = entry.get("revision")
+    if not isinstance(revision, int) or isinstance(revision, bool):
         problems.append(f"{entry_id}: revision must be an integer")
+    elif not 1 <= revision <= MAX_REVISION:
+        # A huge revision would win every later fold of concurrent versions (teamlog.resolve).
+        problems.append(f"{entry_id}: revision must be between 1 and {MAX_REVISION}")
     kind = str(entry["kind"])
     # A validity bound that does not parse is treated as absent; doctor notes it separately.
     view = {k: v for k, v in editable_view(entry).items() if k not in ("valid_from", "valid_until")}

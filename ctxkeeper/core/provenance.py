@@ -116,10 +116,13 @@ def approvals(context_dir: str) -> dict[str, str]:
 
 def _fold_tail(path: str, start: int, found: dict[str, str]) -> int:
     """Fold the whole lines from byte ``start`` into ``found``; where the read stopped."""
+    from ctxkeeper.core import personmarks
+
     with open(path, "rb") as handle:
         handle.seek(start)
         data = handle.read()
     whole = data.rfind(b"\n") + 1  # a line still being written is read next time
+    since, noted = personmarks.marks(os.path.dirname(path))
     for line in data[:whole].splitlines():
         try:
             record = json.loads(line)
@@ -127,6 +130,8 @@ def _fold_tail(path: str, start: int, found: dict[str, str]) -> int:
             continue  # doctor's to report; it says nothing of a person
         if not isinstance(record, dict):
             continue
+        if personmarks.unmade((record,), since, noted):
+            continue  # names a person, but no write here made it: nobody stood behind it
         verdict = approval((record,))
         entry_id = str(record.get("id"))
         if verdict == HERE or (verdict == TEAM and found.get(entry_id) != HERE):

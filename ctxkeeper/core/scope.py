@@ -92,6 +92,15 @@ def relative_path(path: str, root: str) -> str | None:
     return rel
 
 
+def _foreign_absolute(scope: str) -> str:
+    """What an absolute path this platform does not read as one looks like, or ""."""
+    if len(scope) >= 2 and scope[1] == ":" and scope[0].isascii() and scope[0].isalpha():
+        return "a Windows drive path"
+    if scope.replace("\\", "/").split("/", 1)[0] == "~":
+        return "a home-directory path (a shell expands '~', ctxkeeper does not)"
+    return ""
+
+
 def normalize_scope(scope: str, root: str | None = None) -> str:
     """Return the canonical repo-relative form of a scope, no trailing slash; "" = whole project.
 
@@ -101,6 +110,10 @@ def normalize_scope(scope: str, root: str | None = None) -> str:
     """
     if _GLOB_CHARS.intersection(scope):
         raise _glob_refusal(scope)
+    foreign = _foreign_absolute(scope)
+    if foreign:
+        # Stored as given, these would read as a folder named 'C:' or '~' and cover nothing.
+        raise UsageError(f"scope {scope!r} is {foreign}, not a path in this project; {_SCOPE_HINT}")
     cleaned = _clean(scope)
     if cleaned.startswith("/"):
         if root is None:

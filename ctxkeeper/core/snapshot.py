@@ -107,6 +107,15 @@ def unseen(context_dir: str, path: str) -> bool:
     return data is not None and not _holds(record, digest(data))
 
 
+def forget(context_dir: str, path: str) -> None:
+    """Stop counting the file at ``path`` as held: the store lost what it held (a repair kept
+    less), so the next import must read it and the next refresh must wait for that import."""
+    seen = _read_seen(context_dir)
+    if seen.pop(os.path.abspath(path), None) is not None:
+        document = json.dumps(seen, sort_keys=True).encode()
+        fsutil.write_atomic(_seen_path(context_dir), document, durable=False)
+
+
 def untouched(context_dir: str, path: str) -> bool:
     """True when the file at ``path`` is, by its ``stat``, the one this clone last wrote or
     imported there (so it holds nothing new, and need not be read)."""

@@ -31,8 +31,8 @@ from ctxkeeper.core.model import (
     STATUSES,
     TEXT_FIELDS,
     TEXT_MAX,
+    arriving_problems,
     ordered,
-    stored_problems,
 )
 from ctxkeeper.core.teamlog import EVENT_FIELDS, OPTIONAL_FIELDS, STANDS_FOR
 
@@ -58,12 +58,8 @@ MAX_DEPTH: Final = 32
 EVENT_ID: Final = re.compile(r"[0-9a-f]{16}")
 _ACTOR_KEYS: Final = frozenset({"origin", "user", "session_id"})
 _CONFLICT_MARKERS: Final = (b"<<<<<<<", b"=======", b">>>>>>>", b"|||||||")
-#: The entry fields :func:`stored_problems` checks item by item, per kind (the validity
-#: bounds it leaves to doctor).
-_CHECKED_FIELDS: Final = {
-    kind: frozenset(fields) - {"valid_from", "valid_until"}
-    for kind, fields in EDITABLE_FIELDS.items()
-}
+#: The entry fields :func:`arriving_problems` checks item by item, per kind.
+_CHECKED_FIELDS: Final = {kind: frozenset(fields) for kind, fields in EDITABLE_FIELDS.items()}
 
 
 @dataclass
@@ -472,7 +468,7 @@ def _checked_entry(value: JSONValue, path: str, number: int, checked: bool) -> J
         raise SnapshotError(path, number, "an entry must be an object")
     if not checked:
         return value
-    problems = stored_problems(value)
+    problems = arriving_problems(value)
     for name in ("created_at", "updated_at"):
         problem = times.stored_time_problem(value.get(name))
         if problem:

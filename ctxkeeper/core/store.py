@@ -23,6 +23,7 @@ from ctxkeeper.core import (
     handedits,
     journal,
     journalfile,
+    personmarks,
     policywatch,
     scopeindex,
     teamlog,
@@ -636,6 +637,7 @@ class Store:
         records: list[JSONObject] = []
         lines: list[bytes] = []
         seq, head = state.seq, state.head
+        seq_before = seq
         for group in (manual, events):
             if group:
                 chained = journal.sealed(group, seq=seq, head=head, tx=journal.new_tx_id())
@@ -649,6 +651,10 @@ class Store:
             size = journalfile.identity(jpath)
             if (size["size"] if size else 0) != state.journal_bytes:
                 raise StoreError(f"{jpath} changed while the store was locked; retry")
+            # Made by ctxkeeper's own write: a record naming a person is told apart from one
+            # appended by hand (ctxkeeper.core.personmarks). Noted first, so a kill between
+            # the two leaves a mark for nothing, never a record of ours without its mark.
+            personmarks.note(self.dir, records, seq_before)
             start = fsutil.append_durably(jpath, data)
             _fold(records, state)
             state.seq, state.head = seq, head
@@ -928,7 +934,10 @@ def parse_entries_document(data: bytes, path: str) -> State:
         if not isinstance(entry, dict) or not isinstance(entry_id, str):
             raise StoreError(f"{path}: entries[{position}] is not an entry with an 'id'")
         if entry_id in state.entries:
+            # Every reader keeps the first copy, as the hooks' scope index does, so what
+            # `show` prints is what the gate delivers until doctor's report is acted on.
             state.duplicates.append(entry_id)
+            continue
         state.entries[entry_id] = entry
     return state
 

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 #: longer is hostile or broken, and is skipped without being held in memory.
 MAX_LINE_BYTES: Final = 4 * 1024 * 1024
 _DISCARD_CHUNK: Final = 64 * 1024
+#: How much of an over-long line is kept to find its id: a client writes the envelope first.
+_HEAD_BYTES: Final = 64 * 1024
 
 # JSON-RPC 2.0 §5.1 and MCP's own codes (mcp.md §4).
 PARSE_ERROR: Final = -32700
@@ -72,8 +74,22 @@ class Request:
         self.params = params
 
 
-def read_lines(stream: LineSource, limit: int = MAX_LINE_BYTES) -> Iterator[bytes | None]:
-    """Yield each line of ``stream`` as bytes, or None for a line longer than ``limit``.
+class Overlong:
+    """A line longer than the limit: only its start is kept, to answer it by its id."""
+
+    __slots__ = ("head",)
+
+    def __init__(self, head: bytes) -> None:
+        self.head = head
+
+    def request_id(self) -> str | int | None:
+        """The top-level ``id`` when it is written before the line's cut, else None."""
+        return _id_from_head(self.head.decode("utf-8", "replace"))
+
+
+def read_lines(stream: LineSource, limit: int = MAX_LINE_BYTES) -> Iterator[bytes | Overlong]:
+    """Yield each line of ``stream`` as bytes, or an :class:`Overlong` for a line longer than
+    ``limit``.
 
     An over-long line is consumed in chunks and dropped, so memory stays bounded by ``limit``.
     """
@@ -83,9 +99,44 @@ def read_lines(stream: LineSource, limit: int = MAX_LINE_BYTES) -> Iterator[byte
             return
         if len(line) > limit and not line.endswith(b"\n"):
             _discard_rest_of_line(stream)
-            yield None
+            yield Overlong(line[:_HEAD_BYTES])
             continue
         yield line
+
+
+def _id_from_head(text: str) -> str | int | None:
+    # Walk the object's top-level members one by one and stop at the first that is cut off,
+    # so an "id" nested inside params is never taken for the request's own. A repeated "id"
+    # keeps the last one read, as json.loads does for a whole line.
+    decoder = json.JSONDecoder()
+    found: JSONValue = None
+    at = _skip_space(text, 0)
+    if not text.startswith("{", at):
+        return None
+    at += 1
+    while True:
+        try:
+            key, at = decoder.raw_decode(text, _skip_space(text, at))
+            at = _skip_space(text, at)
+            if not text.startswith(":", at):
+                break
+            value, at = decoder.raw_decode(text, _skip_space(text, at + 1))
+        except (ValueError, RecursionError):
+            break
+        if key == "id":
+            found = value
+        at = _skip_space(text, at)
+        if not text.startswith(",", at):
+            break
+        at += 1
+    # bool is an int subclass in Python but not an integer in JSON (mcp.md §3).
+    return found if isinstance(found, str) or type(found) is int else None
+
+
+def _skip_space(text: str, at: int) -> int:
+    while at < len(text) and text[at] in " \t\r\n":
+        at += 1
+    return at
 
 
 def _discard_rest_of_line(stream: LineSource) -> None:

@@ -101,12 +101,15 @@ class Session:
         self._instructions = instructions
         self._server_info: JSONObject = {"name": SERVER_NAME, "version": server_version}
 
-    def handle_line(self, line: bytes | None) -> JSONObject | None:
+    def handle_line(self, line: bytes | jsonrpc.Overlong) -> JSONObject | None:
         """The reply to one input line, or None when it gets none (notifications, blanks)."""
-        if line is None:
+        if isinstance(line, jsonrpc.Overlong):
+            # Answered by its id when the line's start names one, as other malformed requests
+            # are, so the client can fail that one call instead of waiting on it.
             return RpcError(
                 jsonrpc.INVALID_REQUEST,
                 f"Invalid Request: line longer than {jsonrpc.MAX_LINE_BYTES} bytes, skipped",
+                request_id=line.request_id(),
             ).reply()
         try:
             request = jsonrpc.parse_message(line)

@@ -141,7 +141,7 @@ def session_start(ctx: HookContext) -> JSONObject | None:
         event="SessionStart",
     )
     note = _with_drift(note, summary.get("drift"))
-    for extra in (planted, _policy_note(store), _cli_note(ctx)):
+    for extra in (planted, _policy_note(store), _unmade_note(store), _cli_note(ctx)):
         if extra:
             note = f"{note} {extra}" if note else extra
     if note:
@@ -209,6 +209,22 @@ def _policy_note(store: Store) -> str | None:
     return (
         f"ctxkeeper: {'; '.join(found)} (`git diff .context/config.json` or "
         "`git log -p .context/config.json` shows who changed it)."
+    )
+
+
+def _unmade_note(store: Store) -> str | None:
+    """One line when the journal holds records that name a person but that no write in this
+    clone made: they promoted or changed entries as if a person had."""
+    from ctxkeeper.core import personmarks
+
+    count = personmarks.unmade_count(store.dir)
+    if not count:
+        return None
+    return (
+        f"ctxkeeper: {count} journal record{'s' if count > 1 else ''} name{'' if count > 1 else 's'}"
+        " a person but no ctxkeeper write in this clone made "
+        f"{'them' if count > 1 else 'it'}: `ctxkeeper doctor` lists "
+        f"{'them' if count > 1 else 'it'} for your review."
     )
 
 

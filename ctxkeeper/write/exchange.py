@@ -24,11 +24,11 @@ from ctxkeeper.core.journal import JOURNAL_VERSION, canonical, is_redacted
 from ctxkeeper.core.model import (
     EDITABLE_FIELDS,
     TOMBSTONE_STATUSES,
+    arriving_problems,
     clean_fields,
     contract_floors,
     editable_view,
     revision_of,
-    stored_problems,
 )
 from ctxkeeper.core.snapshot import default_path, digest, holds, untouched
 from ctxkeeper.core.snapshotformat import Snapshot, event_order, normal_entry, parse, same_event
@@ -393,7 +393,7 @@ def _stand_in(tx: Transaction, entry_id: str, tip: Mapping[str, JSONValue], at: 
             clean_fields(str(value["kind"]), view, tx.config.floors)
         except CtxkeeperError:
             return False  # below this project's floors: nothing a person could approve
-        if stored_problems(value):
+        if arriving_problems(value):
             return False
         tx.put("record", entry_id, value, actor=dict(HELD_ACTOR), reason=why, at=at, extra=extra)
         return True
@@ -533,13 +533,34 @@ def _check_live(
             k: v for k, v in editable_view(value).items() if k not in ("valid_from", "valid_until")
         }
         line = max((lines.get(str(e["event"]), 0) for e in groups[entry_id]), default=0)
-        problems = stored_problems(value)
+        problems = arriving_problems(value)
         if problems:
             raise SnapshotError(source, line or None, "; ".join(problems))
         try:
             clean_fields(str(value["kind"]), view, tx.config.floors, root=store.root)
         except CtxkeeperError as exc:
             raise SnapshotError(source, line or None, f"{entry_id}: {exc}") from None
+        loop = _supersession_loop(entry_id, value, targets, before)
+        if loop:
+            raise SnapshotError(source, line or None, loop)
+
+
+def _supersession_loop(
+    entry_id: str,
+    value: Mapping[str, JSONValue],
+    targets: Mapping[str, JSONObject | None],
+    before: Mapping[str, JSONObject],
+) -> str | None:
+    """Why ``value`` cannot supersede what it names: itself, or an entry that supersedes it
+    back. The write path only lets a new entry supersede older ones, so no loop arrives from it;
+    a hand-made one would leave each entry frozen by the other."""
+    for other in _list(value.get("supersedes")):
+        if other == entry_id:
+            return f"{entry_id} supersedes itself"
+        named = targets.get(str(other), before.get(str(other)))
+        if named is not None and entry_id in _list(named.get("supersedes")):
+            return f"{entry_id} and {other} supersede each other"
+    return None
 
 
 def _line_notes(

@@ -44,6 +44,14 @@ _ANTONYMS: Final = (
     ("true", "false"),
     ("strict strictly", "lenient loose"),
     ("soft", "hard"),
+    # Keeping data is not flushing it: "never flush the keys" and "keep the keys" agree.
+    (
+        "keep keeps kept retain retains retained preserve preserves preserved",
+        (
+            "flush flushes flushed evict evicts evicted discard discards discarded purge "
+            "purges purged expire expires expired"
+        ),
+    ),
 )
 SIDES: Final = {
     stem(word): (index, side)
