@@ -138,6 +138,27 @@ def load_corpus() -> dict[str, list[JSONObject]]:
     }
 
 
+def with_asked_as(corpus: dict[str, list[JSONObject]]) -> dict[str, list[JSONObject]]:
+    """The corpus with each entry's ``asked_as`` phrasings, written for issue 26 by an author who
+    saw the entries and never the questions (evals/asked_as/BRIEF.md)."""
+    out: dict[str, list[JSONObject]] = {}
+    for name, entries in corpus.items():
+        path = HERE / "asked_as" / f"{name}.jsonl"
+        phrasings = {}
+        if path.exists():
+            for line in path.read_text().splitlines():
+                if line.strip():
+                    row = json.loads(line)
+                    phrasings[str(row["id"])] = row["asked_as"]
+        out[name] = [
+            {**entry, "asked_as": phrasings[str(entry["id"])]}
+            if str(entry["id"]) in phrasings
+            else entry
+            for entry in entries
+        ]
+    return out
+
+
 def load_cases() -> list[JSONObject]:
     """Every golden case; those of the corpora written for issue 13 are marked ``fresh``."""
     cases: list[JSONObject] = []
