@@ -179,9 +179,9 @@ class TestLimits:
         assert clean["reason"] == at_max.strip()
 
     def test_mcp_schema_shares_the_maximum(self) -> None:
-        from ctxkeeper.mcp.tools import RECORD_INPUT
+        from ctxkeeper.mcp.tools import record_input
 
-        properties = RECORD_INPUT["properties"]
+        properties = record_input()["properties"]
         assert isinstance(properties, dict)
         rule = properties["rule"]
         steps = properties["steps"]

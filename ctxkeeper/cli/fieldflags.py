@@ -9,28 +9,26 @@ from __future__ import annotations
 from typing import Final
 
 from ctxkeeper.core.errors import UsageError
-from ctxkeeper.core.model import KIND_FIELDS
+from ctxkeeper.core.model import KIND_FIELDS, kind_specs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Mapping
 
-LIST_INPUTS: Final = ("alternatives", "steps", "scope", "tags", "related_to", "supersedes")
-SCALAR_INPUTS: Final = (
-    "summary",
-    "problem",
-    "why_chosen",
-    "rule",
-    "reason",
-    "hardness",
-    "name",
-    "purpose",
-    "valid_from",
-    "valid_until",
-)
 #: The fields every kind takes besides its own.
 COMMON_INPUTS: Final = ("scope", "tags", "related_to", "supersedes", "valid_from", "valid_until")
+_COMMON_LISTS: Final = ("scope", "tags", "related_to", "supersedes")
+
+
+def inputs() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Every field a flag sets, (one-value fields, list fields): every kind's own, then the
+    common ones."""
+    own = {f.name: f.is_list for spec in kind_specs() for f in spec.fields}
+    scalars = [name for name, is_list in own.items() if not is_list]
+    lists = [name for name, is_list in own.items() if is_list]
+    common = [name for name in COMMON_INPUTS if name not in _COMMON_LISTS]
+    return (*scalars, *common), (*lists, *_COMMON_LISTS)
 
 
 def flag(field: str) -> str:
@@ -39,10 +37,11 @@ def flag(field: str) -> str:
 
 def add_flags(parser: argparse.ArgumentParser, *, skip: tuple[str, ...] = ()) -> None:
     """One flag per field; a list field's flag repeats (``--scope a/ --scope b/``)."""
-    for field in SCALAR_INPUTS:
+    scalar_inputs, list_inputs = inputs()
+    for field in scalar_inputs:
         if field not in skip:
             parser.add_argument(flag(field), dest=field, default=None)
-    for field in LIST_INPUTS:
+    for field in list_inputs:
         if field not in skip:
             parser.add_argument(flag(field), dest=field, action="append", default=None)
 
@@ -53,7 +52,7 @@ def given_fields(
     """The fields the flags set; a flag of another kind's field is a usage error."""
     allowed = {*KIND_FIELDS[kind], *extra}
     fields: dict[str, object] = {}
-    for field in (*SCALAR_INPUTS, *LIST_INPUTS):
+    for field in (*inputs()[0], *inputs()[1]):
         value = given.get(field)
         if value is None:
             continue

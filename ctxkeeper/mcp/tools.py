@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Final
 
 from ctxkeeper.core import framing
-from ctxkeeper.core.model import ITEM_MAX, LIST_MAX, TEXT_MAX
+from ctxkeeper.core.model import ITEM_MAX, KINDS, LIST_MAX, TEXT_MAX, FieldSpec, kind_specs
 from ctxkeeper.core.provenance import describe
 from ctxkeeper.mcp.tooldef import ToolResult, ToolSpec
 from ctxkeeper.read import framed, render
@@ -34,7 +34,6 @@ _ID: Final[JSONObject] = {"type": "string", "pattern": "^[a-z]{3}-[0-9]+-[0-9a-f
 #: Times are ISO-8601 UTC, a bare date the whole day: said once in the descriptions that take
 #: one. Their length needs no cap here: the times module parses them or names the field.
 _TIME: Final[JSONObject] = {"type": "string"}
-_KIND: Final[JSONObject] = {"type": "string", "enum": ["decision", "constraint", "pipeline"]}
 _STATUS: Final[JSONObject] = {
     "type": "string",
     "enum": ["proposed", "active", "superseded", "deprecated", "rejected"],
@@ -74,60 +73,87 @@ _FILTER: Final[JSONObject] = {"type": "array", "items": {"type": "string"}, "max
 _SNAPSHOT_PATH: Final[JSONObject] = {"type": "string", "maxLength": 4096}
 _O: Final[JSONObject] = {"type": "object"}
 
-RECORD_INPUT: Final = _object(
-    {
-        "kind": _KIND,
-        "summary": _STR,
-        "problem": _STR,
-        "why_chosen": _STR,
-        "alternatives": _strings(),
-        "rule": _STR,
-        "reason": _STR,
-        "hardness": {"type": "string", "enum": ["hard", "soft"]},
-        "name": _STR,
-        "purpose": _STR,
-        "steps": _strings(),
-        "scope": _strings(),
-        "tags": _strings(),
-        "related_to": _strings(_ID),
-        "supersedes": _strings(_ID, 20),
-        "valid_from": _TIME,
-        "valid_until": _TIME,
-    },
-    ["kind"],
-)
-CONTEXT_INPUT: Final = _object(
-    {
-        "query": _STR,
-        "tags": _FILTER,
-        "path": {"type": "string", "maxLength": 4096},
-        "kinds": _strings(_KIND, 3),
-        "token_budget": {"type": "integer", "minimum": 100, "maximum": 20000},
-        "as_of": _TIME,
-        "include_history": {"type": "boolean"},
-        "abstain": {"type": "string", "enum": ["include", "withhold"]},
-    }
-)
-QUERY_INPUT: Final = _object(
-    {
-        "kinds": _strings(_KIND, 3),
-        "status": _strings(_STATUS, 5),
-        "origin": _strings({"type": "string", "enum": ["agent", "user", "import"]}, 3),
-        "hardness": {"type": "string", "enum": ["hard", "soft"]},
-        "tags_any": _FILTER,
-        "tags_all": _FILTER,
-        "scope": _FILTER,
-        "covers_path": {"type": "string", "maxLength": 4096},
-        "text": _FILTER,
-        "since": _TIME,
-        "before": _TIME,
-        "supersedes": _ID,
-        "superseded_by": _ID,
-        "as_of": _TIME,
-        "known_at": _TIME,
-        "limit": {"type": "integer", "minimum": 1, "maximum": 500},
-    }
-)
+
+def _kind() -> JSONObject:
+    return {"type": "string", "enum": list(KINDS)}
+
+
+def _field_schema(spec: FieldSpec) -> JSONObject:
+    if spec.choices:
+        return {"type": "string", "enum": list(spec.choices)}
+    return _strings() if spec.is_list else _STR
+
+
+def record_input() -> JSONObject:
+    """``record_entry``'s arguments: the kind, every kind's own fields, the common ones."""
+    own: JSONObject = {}
+    for kind in kind_specs():
+        for spec in kind.fields:
+            own.setdefault(spec.name, _field_schema(spec))
+    return _object(
+        {
+            "kind": _kind(),
+            **own,
+            "scope": _strings(),
+            "tags": _strings(),
+            "related_to": _strings(_ID),
+            "supersedes": _strings(_ID, 20),
+            "valid_from": _TIME,
+            "valid_until": _TIME,
+        },
+        ["kind"],
+    )
+
+
+def _record_description() -> str:
+    return " ".join(
+        [
+            "Store what a later session must know, with its why.",
+            *(spec.mcp_line for spec in kind_specs()),
+            (
+                "supersedes=[ids] if it replaces entries. Times ISO-8601 UTC. Refused if thin, "
+                "secret-bearing, or matching a retired entry."
+            ),
+        ]
+    )
+
+
+def context_input() -> JSONObject:
+    return _object(
+        {
+            "query": _STR,
+            "tags": _FILTER,
+            "path": {"type": "string", "maxLength": 4096},
+            "kinds": _strings(_kind(), len(KINDS)),
+            "token_budget": {"type": "integer", "minimum": 100, "maximum": 20000},
+            "as_of": _TIME,
+            "include_history": {"type": "boolean"},
+            "abstain": {"type": "string", "enum": ["include", "withhold"]},
+        }
+    )
+
+
+def query_input() -> JSONObject:
+    return _object(
+        {
+            "kinds": _strings(_kind(), len(KINDS)),
+            "status": _strings(_STATUS, 5),
+            "origin": _strings({"type": "string", "enum": ["agent", "user", "import"]}, 3),
+            "hardness": {"type": "string", "enum": ["hard", "soft"]},
+            "tags_any": _FILTER,
+            "tags_all": _FILTER,
+            "scope": _FILTER,
+            "covers_path": {"type": "string", "maxLength": 4096},
+            "text": _FILTER,
+            "since": _TIME,
+            "before": _TIME,
+            "supersedes": _ID,
+            "superseded_by": _ID,
+            "as_of": _TIME,
+            "known_at": _TIME,
+            "limit": {"type": "integer", "minimum": 1, "maximum": 500},
+        }
+    )
 
 
 #: Arguments that name files or directories, checked in every call (``updates`` too).
@@ -402,7 +428,7 @@ def _table() -> list[
                 "will change (path). no_confident_match: nothing stored answers it; weak_match: "
                 "may not. as_of: ISO-8601 UTC."
             ),
-            CONTEXT_INPUT,
+            context_input(),
             _out(
                 {
                     "results": _A,
@@ -421,14 +447,8 @@ def _table() -> list[
         (
             "record_entry",
             "Record an entry",
-            (
-                "Store what a later session must know, with its why. decision: summary (20+ "
-                "chars), problem (40+), why_chosen (60+), alternatives. constraint: rule (15+), "
-                "reason (40+, the incident behind it), hardness hard|soft. pipeline: name, purpose "
-                "(40+), steps (10+ each). supersedes=[ids] if it replaces entries. Times ISO-8601 "
-                "UTC. Refused if thin, secret-bearing, or matching a retired entry."
-            ),
-            RECORD_INPUT,
+            _record_description(),
+            record_input(),
             _out(
                 {
                     "id": {"type": "string"},
@@ -452,7 +472,7 @@ def _table() -> list[
                 "the store held then; as_of: valid then; text: substrings, all required. Times "
                 "ISO-8601 UTC, a bare date the whole day."
             ),
-            QUERY_INPUT,
+            query_input(),
             _out({"results": _A, "total": {"type": "integer"}}, ["results", "total"]),
             _READ,
             _query,

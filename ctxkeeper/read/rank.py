@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -102,10 +103,14 @@ class _IndexCache:
         self.entries: list[JSONObject | None] = []
         """Each document's entry (None: a document an update removed)."""
         self.index = TextIndex()
+        self.builder = ""
+        """:func:`_builder` when the index was made: an index weighted otherwise is not followed."""
 
     def get(
         self, state: State, cache_dir: str | None = None
     ) -> tuple[list[JSONObject | None], TextIndex]:
+        if self.builder != _builder():
+            self.state, self.builder = None, _builder()
         if state is not self.state and not self._follow(state):
             # Let the old index go first: a server holds one index at a time, not two.
             self.index, self.state = TextIndex(), None
@@ -158,12 +163,18 @@ def state_key(state: State) -> str | None:
     if not state.source:
         return None
     skipped = ",".join(sorted(state.skipped))
-    return f"{_BUILDER}:{state.source}:{state.seq}:{state.head}:{len(state.entries)}:{skipped}"
+    return f"{_builder()}:{state.source}:{state.seq}:{state.head}:{len(state.entries)}:{skipped}"
 
 
-_BUILDER: Final = hashlib.sha256(
-    f"{__version__}{sorted(textindex.FIELD_WEIGHTS.items())}{textindex.CACHE_VERSION}".encode()
-).hexdigest()[:12]
+def _builder() -> str:
+    """What built an index: this version and the field weights (the kinds registered)."""
+    return _builder_of(tuple(sorted(textindex.FIELD_WEIGHTS.items())))
+
+
+@functools.lru_cache(maxsize=4)
+def _builder_of(weights: tuple[tuple[str, float], ...]) -> str:
+    text = f"{__version__}{list(weights)}{textindex.CACHE_VERSION}"
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 #: Changes an index follows (or a store's eighth, when more) before a rebuild is cheaper.

@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Final, Literal, TypedDict
 
 from ctxkeeper.core.errors import UsageError
-from ctxkeeper.core.model import LIVE_STATUSES, TOMBSTONE_STATUSES
+from ctxkeeper.core.model import KINDS, LIVE_STATUSES, TOMBSTONE_STATUSES, KindTable, kind_spec
 from ctxkeeper.core.scope import normalize_scope, scope_covers
 from ctxkeeper.core.text import STOPWORDS, comparable, fingerprint, stem, terms
 from ctxkeeper.write.polarity import NEGATORS, SIDES, number_token, polarity_conflict
@@ -60,12 +60,9 @@ RESTATEMENT_THRESHOLD: Final[float] = TOMBSTONE_THRESHOLD
 
 # The fields that say what an entry *is* (primary) and why (secondary); steps, alternatives
 # and why_chosen describe how or why-not and vary freely between restatements.
-_PRIMARY: Final = MappingProxyType(
-    {"decision": ("summary",), "constraint": ("rule",), "pipeline": ("name", "purpose")}
-)
-_SECONDARY: Final = MappingProxyType(
-    {"decision": ("problem",), "constraint": ("reason",), "pipeline": ()}
-)
+# (Each kind's spec names them: ``similar_primary`` and ``similar_secondary``.)
+_PRIMARY: Final[Mapping[str, tuple[str, ...]]] = KindTable(lambda spec: spec.similar_primary)
+_SECONDARY: Final[Mapping[str, tuple[str, ...]]] = KindTable(lambda spec: spec.similar_secondary)
 # Weights measured in evals/SIMILARITY.md: the rule or summary decides, the reason refines.
 _PRIMARY_WEIGHT: Final = 0.8
 _TERM_WEIGHT: Final = 0.6
@@ -312,7 +309,9 @@ def _slot_terms(entry: Mapping[str, object]) -> tuple[frozenset[str], dict[str, 
     starts = {match.group(1) for match in _SENTENCE_START.finditer(text)}
     compounds = _COMPOUND.findall(text)
     joined = {word for name in compounds for word in _WORD.findall(name)}
-    name = entry.get("name") if entry.get("kind") == "pipeline" else None
+    kind = entry.get("kind")
+    named_by = kind_spec(kind).named_by if isinstance(kind, str) and kind in KINDS else ""
+    name = entry.get(named_by) if named_by else None
     named = set(_WORD.findall(name.lower())) if isinstance(name, str) else set()
     # A joined name is also a term of its own: "acme-dist" and "acme-releases" differ even
     # when "release" occurs elsewhere in the statement.
