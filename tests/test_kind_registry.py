@@ -200,3 +200,15 @@ def test_unregistering_takes_the_kind_away() -> None:
     assert "incident" not in model.KINDS
     assert model.ID_PATTERN.match("inc-001-abcd") is None
     assert model.ID_PATTERN.match("dec-001-abcd") is not None
+
+
+@pytest.mark.parametrize("kind", [["decision"], {"decision": 1}, None, 3, "incident"])
+def test_a_value_that_is_no_kind_is_refused_not_raised_on(kind: object) -> None:
+    entry = {"id": "dec-001-abcd", "kind": kind, "status": "active", "origin": "user"}
+    assert model.stored_problems(entry) == [f"dec-001-abcd: bad kind {kind!r}"]
+    assert kind not in model.KINDS
+    assert kind not in model.TEXT_FIELDS
+    assert model.TEXT_FIELDS.get(kind) is None  # type: ignore[call-overload]
+    # The control: a kind is one.
+    assert "decision" in model.KINDS
+    assert model.TEXT_FIELDS.get("decision") == ("summary", "problem", "why_chosen")

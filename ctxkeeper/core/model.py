@@ -286,6 +286,11 @@ def unregister_kind(name: str) -> None:
 _T = TypeVar("_T")
 
 
+def _is_kind(value: object) -> bool:
+    # A value from a hand-edited or hostile file may be a list or an object: not hashable.
+    return isinstance(value, str) and value in _REGISTRY
+
+
 class KindTable(Mapping[str, _T]):
     """A read-only mapping of kind name to one thing its spec says, current with the registry."""
 
@@ -293,7 +298,12 @@ class KindTable(Mapping[str, _T]):
         self._pick = pick
 
     def __getitem__(self, kind: str) -> _T:
+        if not _is_kind(kind):
+            raise KeyError(kind)
         return self._pick(_REGISTRY[kind])
+
+    def __contains__(self, kind: object) -> bool:
+        return _is_kind(kind)
 
     def __iter__(self) -> Iterator[str]:
         return iter(tuple(_REGISTRY))
@@ -316,7 +326,7 @@ class _KindNames(Sequence[str]):
         return len(_REGISTRY)
 
     def __contains__(self, kind: object) -> bool:
-        return kind in _REGISTRY
+        return _is_kind(kind)
 
     def __iter__(self) -> Iterator[str]:
         return iter(tuple(_REGISTRY))
@@ -499,7 +509,7 @@ _kinds_changed()
 
 
 def check_kind(kind: object) -> str:
-    if kind not in _REGISTRY:
+    if not _is_kind(kind):
         raise ValidationError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}", field="kind")
     assert isinstance(kind, str)
     return kind
@@ -721,7 +731,7 @@ def stored_problems(entry: Mapping[str, object]) -> list[str]:
     entry_id = entry.get("id")
     if not isinstance(entry_id, str) or not ID_PATTERN.match(entry_id):
         return [f"bad id {entry_id!r}"]
-    if entry.get("kind") not in _REGISTRY:
+    if not _is_kind(entry.get("kind")):
         return [f"{entry_id}: bad kind {entry.get('kind')!r}"]
     if entry.get("status") not in STATUSES:
         problems.append(f"{entry_id}: bad status {entry.get('status')!r}")
