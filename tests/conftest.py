@@ -7,7 +7,7 @@ import os
 import pytest
 
 from ctxkeeper.cli.agentenv import AGENT_ENV_VARS
-from ctxkeeper.core import model
+from ctxkeeper.core import frozen
 from ctxkeeper.core import store as store_module
 from ctxkeeper.core.errors import SnapshotError
 from ctxkeeper.core.store import Store
@@ -25,17 +25,17 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def _freeze_values(entries: dict[str, JSONObject]) -> None:
     for entry_id, entry in entries.items():
-        if not isinstance(entry, model.FrozenEntry):
-            entries[entry_id] = model.freeze_entry(entry)
+        if not isinstance(entry, frozen.FrozenEntry):
+            entries[entry_id] = frozen.freeze_entry(entry)
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _stored_entries_are_read_only() -> Iterator[None]:
-    """Every entry the store holds is read-only in the tests (model.FROZEN_ENTRIES_ENV), so an
+    """Every entry the store holds is read-only in the tests (frozen.FROZEN_ENTRIES_ENV), so an
     in-place change of one raises where it happens. The store's boundaries are wrapped here:
     an entries file parsed, journal records folded, an entry staged by a write, the state a
-    write leaves for the next read. (The store split of issue 24 calls model.freeze_entry at
-    these boundaries itself when model.frozen_entries() is on.)"""
+    write leaves for the next read. (The store split of issue 24 calls frozen.freeze_entry at
+    these boundaries itself when frozen.frozen_entries() is on.)"""
     parse, fold, stage, remember = (
         store_module.parse_entries_document,
         store_module._fold,
@@ -53,7 +53,7 @@ def _stored_entries_are_read_only() -> Iterator[None]:
         _freeze_values(state.entries)
 
     def staged(txn: store_module.Transaction, entry_id: str, after: JSONObject | None) -> None:
-        stage(txn, entry_id, None if after is None else model.freeze_entry(after))
+        stage(txn, entry_id, None if after is None else frozen.freeze_entry(after))
 
     def remembered(
         store: Store,
@@ -62,11 +62,11 @@ def _stored_entries_are_read_only() -> Iterator[None]:
         lines: Mapping[str, tuple[JSONObject, bytes]],
     ) -> None:
         # The state a write leaves is the next read's parse: its entries are frozen too.
-        frozen = {key: (model.freeze_entry(value), line) for key, (value, line) in lines.items()}
-        remember(store, state, digest, frozen)
+        held = {key: (frozen.freeze_entry(value), line) for key, (value, line) in lines.items()}
+        remember(store, state, digest, held)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(model.FROZEN_ENTRIES_ENV, "1")
+        patch.setenv(frozen.FROZEN_ENTRIES_ENV, "1")
         patch.setattr(store_module, "parse_entries_document", parsed)
         patch.setattr(store_module, "_fold", folded)
         patch.setattr(store_module.Transaction, "_stage", staged)

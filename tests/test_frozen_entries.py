@@ -1,4 +1,4 @@
-"""Stored entries are read-only under test (model.FROZEN_ENTRIES_ENV, set by tests/conftest.py):
+"""Stored entries are read-only under test (frozen.FROZEN_ENTRIES_ENV, set by tests/conftest.py):
 an in-place change raises where it happens; a copy changes freely."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pickle
 
 import pytest
 
-from ctxkeeper.core import model
-from ctxkeeper.core.model import EntryChangedInPlaceError, FrozenEntry, freeze_entry
+from ctxkeeper.core import frozen
+from ctxkeeper.core.frozen import EntryChangedInPlaceError, FrozenEntry, freeze_entry
 from ctxkeeper.core.store import Store
 from ctxkeeper.write.verbs import record_entry, update_entry, user_actor
 from tests.conftest import constraint_fields
@@ -64,11 +64,11 @@ def test_an_entry_staged_by_a_write_is_read_only(store: Store) -> None:
 
 
 def test_freezing_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert model.frozen_entries()  # the suite sets it
-    monkeypatch.setenv(model.FROZEN_ENTRIES_ENV, "0")
-    assert not model.frozen_entries()
-    monkeypatch.delenv(model.FROZEN_ENTRIES_ENV)
-    assert not model.frozen_entries()
+    assert frozen.frozen_entries()  # the suite sets it
+    monkeypatch.setenv(frozen.FROZEN_ENTRIES_ENV, "0")
+    assert not frozen.frozen_entries()
+    monkeypatch.delenv(frozen.FROZEN_ENTRIES_ENV)
+    assert not frozen.frozen_entries()
     nested = freeze_entry({"id": "x", "pending_changes": [{"change": "chg-1"}]})
     with pytest.raises(EntryChangedInPlaceError):
         nested["pending_changes"][0]["change"] = "chg-2"  # type: ignore[index,call-overload]
