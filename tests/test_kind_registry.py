@@ -212,3 +212,19 @@ def test_a_value_that_is_no_kind_is_refused_not_raised_on(kind: object) -> None:
     # The control: a kind is one.
     assert "decision" in model.KINDS
     assert model.TEXT_FIELDS.get("decision") == ("summary", "problem", "why_chosen")
+
+
+def test_a_kind_is_registered_once_with_a_prefix_of_its_own() -> None:
+    from dataclasses import replace
+
+    for spec, wrong in (
+        (replace(INCIDENT, name="decision"), "taken"),
+        (replace(INCIDENT, prefix="dec"), "taken"),
+        (replace(INCIDENT, prefix="INC1"), "three lowercase letters"),
+    ):
+        with pytest.raises(ValueError, match=wrong):
+            model.register_kind(spec)
+    assert list(model.KINDS) == ["decision", "constraint", "pipeline"]
+    assert dict(model.PREFIX_KIND) == {"dec": "decision", "con": "constraint", "pip": "pipeline"}
+    assert model.ID_PATTERN.fullmatch("con-010-acde") is not None
+    assert "dec|" in model.ID_PATTERN.pattern or "con|" in model.ID_PATTERN.pattern
