@@ -57,8 +57,9 @@ if TYPE_CHECKING:
     Entry = Mapping[str, object]
 
 #: Below this many stored entries the checks scan them all. Measured (bench/similarity.py
-#: --scan, warm, per write): a scan costs about 1.3 ms at 100 entries, 3.5 ms at 200 and
-#: 32 ms at 1,000, the index 0.6 to 1.4 ms over that range.
+#: --scan, warm, per write, an idle machine): a scan costs 0.85 ms at 100 entries, 1.6 ms at
+#: 200, 8 ms at 1,000 and 306 ms at 5,000 (past what the feature cache holds); the index 0.3,
+#: 0.4, 0.9 and 3.3 ms.
 INDEX_MIN_ENTRIES: Final = 100
 #: The feature families indexed, in :func:`_families` order (the secondary trigrams, the
 #: fourth, are computed for the few entries that need them: see ``shortlist``).
