@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Final
 
 import pytest
 
@@ -29,48 +30,52 @@ def _freeze_values(entries: dict[str, JSONObject]) -> None:
             entries[entry_id] = frozen.freeze_entry(entry)
 
 
+#: The store's boundaries an entry crosses into it (before the store split of issue 24, which
+#: calls frozen.freeze_entry at them itself when frozen.frozen_entries() is on).
+_BOUNDARIES: Final = (
+    (store_module, "parse_entries_document"),
+    (store_module, "_fold"),
+    (store_module.Transaction, "_stage"),
+    (store_module.Store, "_remember_written"),
+)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _stored_entries_are_read_only() -> Iterator[None]:
     """Every entry the store holds is read-only in the tests (frozen.FROZEN_ENTRIES_ENV), so an
-    in-place change of one raises where it happens. The store's boundaries are wrapped here:
-    an entries file parsed, journal records folded, an entry staged by a write, the state a
-    write leaves for the next read. (The store split of issue 24 calls frozen.freeze_entry at
-    these boundaries itself when frozen.frozen_entries() is on.)"""
-    parse, fold, stage, remember = (
-        store_module.parse_entries_document,
-        store_module._fold,
-        store_module.Transaction._stage,
-        store_module.Store._remember_written,
-    )
-
-    def parsed(data: bytes, path: str) -> store_module.State:
-        state = parse(data, path)
-        _freeze_values(state.entries)
-        return state
-
-    def folded(records: list[JSONObject], state: store_module.State) -> None:
-        fold(records, state)
-        _freeze_values(state.entries)
-
-    def staged(txn: store_module.Transaction, entry_id: str, after: JSONObject | None) -> None:
-        stage(txn, entry_id, None if after is None else frozen.freeze_entry(after))
-
-    def remembered(
-        store: Store,
-        state: store_module.State,
-        digest: str,
-        lines: Mapping[str, tuple[JSONObject, bytes]],
-    ) -> None:
-        # The state a write leaves is the next read's parse: its entries are frozen too.
-        held = {key: (frozen.freeze_entry(value), line) for key, (value, line) in lines.items()}
-        remember(store, state, digest, held)
-
+    in-place change of one raises where it happens: an entries file parsed, journal records
+    folded, an entry staged by a write, the state a write leaves for the next read."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(frozen.FROZEN_ENTRIES_ENV, "1")
-        patch.setattr(store_module, "parse_entries_document", parsed)
-        patch.setattr(store_module, "_fold", folded)
-        patch.setattr(store_module.Transaction, "_stage", staged)
-        patch.setattr(store_module.Store, "_remember_written", remembered)
+        if all(hasattr(owner, name) for owner, name in _BOUNDARIES):
+            parse, fold, stage, remember = (getattr(o, n) for o, n in _BOUNDARIES)
+
+            def parsed(data: bytes, path: str) -> store_module.State:
+                state: store_module.State = parse(data, path)
+                _freeze_values(state.entries)
+                return state
+
+            def folded(records: list[JSONObject], state: store_module.State) -> None:
+                fold(records, state)
+                _freeze_values(state.entries)
+
+            def staged(txn: object, entry_id: str, after: JSONObject | None) -> None:
+                stage(txn, entry_id, None if after is None else frozen.freeze_entry(after))
+
+            def remembered(
+                store: Store,
+                state: store_module.State,
+                digest: str,
+                lines: Mapping[str, tuple[JSONObject, bytes]],
+            ) -> None:
+                # The state a write leaves is the next read's parse: frozen too.
+                held = {k: (frozen.freeze_entry(v), line) for k, (v, line) in lines.items()}
+                remember(store, state, digest, held)
+
+            for (owner, name), wrapper in zip(
+                _BOUNDARIES, (parsed, folded, staged, remembered), strict=True
+            ):
+                patch.setattr(owner, name, wrapper)
         yield
 
 
