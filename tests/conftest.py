@@ -3,19 +3,80 @@
 from __future__ import annotations
 
 import os
+from typing import Final
 
 import pytest
 
 from ctxkeeper.cli.agentenv import AGENT_ENV_VARS
+from ctxkeeper.core import frozen
+from ctxkeeper.core import store as store_module
 from ctxkeeper.core.errors import SnapshotError
 from ctxkeeper.core.store import Store
 from ctxkeeper.write import importcheck
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
     from pathlib import Path
 
+    from ctxkeeper.core._types import JSONObject
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _freeze_values(entries: dict[str, JSONObject]) -> None:
+    for entry_id, entry in entries.items():
+        if not isinstance(entry, frozen.FrozenEntry):
+            entries[entry_id] = frozen.freeze_entry(entry)
+
+
+#: The store's boundaries an entry crosses into it (before the store split of issue 24, which
+#: calls frozen.freeze_entry at them itself when frozen.frozen_entries() is on).
+_BOUNDARIES: Final = (
+    (store_module, "parse_entries_document"),
+    (store_module, "_fold"),
+    (store_module.Transaction, "_stage"),
+    (store_module.Store, "_remember_written"),
+)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _stored_entries_are_read_only() -> Iterator[None]:
+    """Every entry the store holds is read-only in the tests (frozen.FROZEN_ENTRIES_ENV), so an
+    in-place change of one raises where it happens: an entries file parsed, journal records
+    folded, an entry staged by a write, the state a write leaves for the next read."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(frozen.FROZEN_ENTRIES_ENV, "1")
+        if all(hasattr(owner, name) for owner, name in _BOUNDARIES):
+            parse, fold, stage, remember = (getattr(o, n) for o, n in _BOUNDARIES)
+
+            def parsed(data: bytes, path: str) -> store_module.State:
+                state: store_module.State = parse(data, path)
+                _freeze_values(state.entries)
+                return state
+
+            def folded(records: list[JSONObject], state: store_module.State) -> None:
+                fold(records, state)
+                _freeze_values(state.entries)
+
+            def staged(txn: object, entry_id: str, after: JSONObject | None) -> None:
+                stage(txn, entry_id, None if after is None else frozen.freeze_entry(after))
+
+            def remembered(
+                store: Store,
+                state: store_module.State,
+                digest: str,
+                lines: Mapping[str, tuple[JSONObject, bytes]],
+            ) -> None:
+                # The state a write leaves is the next read's parse: frozen too.
+                held = {k: (frozen.freeze_entry(v), line) for k, (v, line) in lines.items()}
+                remember(store, state, digest, held)
+
+            for (owner, name), wrapper in zip(
+                _BOUNDARIES, (parsed, folded, staged, remembered), strict=True
+            ):
+                patch.setattr(owner, name, wrapper)
+        yield
 
 
 def decision_fields(**overrides: object) -> dict[str, object]:

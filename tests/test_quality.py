@@ -13,6 +13,7 @@ import os
 import random
 import subprocess
 import sys
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -49,8 +50,10 @@ def add(store: Store, kind: str = "constraint", *, agent: bool = False, **fields
 def hand_edit(store: Store, entry_id: str, **changes: object) -> None:
     """Change stored fields the way a person editing ``entries.json`` does."""
     state = store.load()
-    state.entries[entry_id].update(changes)  # type: ignore[arg-type]
-    Path(store.path(ENTRIES_FILE)).write_bytes(render_entries_document(state))
+    # A copy: the loaded state and its entries are the store's (read-only under test).
+    edited = {**state.entries[entry_id], **changes}
+    copy = replace(state, entries={**state.entries, entry_id: edited})  # type: ignore[dict-item]
+    Path(store.path(ENTRIES_FILE)).write_bytes(render_entries_document(copy))
 
 
 def findings(store: Store, *, instant: datetime = NOW) -> list[Finding]:

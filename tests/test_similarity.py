@@ -123,11 +123,14 @@ class TestSimilarity:
     def test_empty_entries_score_zero(self) -> None:
         assert similarity.similarity({"kind": "constraint"}, con(RULE)) == 0.0
 
-    def test_feature_cache_is_bounded(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        monkeypatch.setattr(similarity, "_FEATURE_CACHE_MAX", 1)
+    def test_feature_cache_is_bounded(self) -> None:
         similarity._features.cache_clear()
-        assert similarity.similarity(con("cache tenants"), con("retry tenants")) > 0
-        assert len(similarity._gram_cache) == 1
+        for n in range(similarity._CACHE_MAX + 10):
+            similarity.similarity(con(f"cache tenants {n}"), con("retry tenants"))
+        info = similarity._features.cache_info()
+        assert info.maxsize == similarity._CACHE_MAX
+        assert info.currsize == similarity._CACHE_MAX  # full, and no larger
+        assert info.misses > similarity._CACHE_MAX
 
 
 class TestPolarityConflict:

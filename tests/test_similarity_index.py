@@ -1,8 +1,8 @@
 """The similarity index's shortlist against a scan of every entry, and how it follows changes.
 
-``record_entry`` scores only the entries ``similarity.shortlist`` proposes; the index proves
-the others score below ``SHORTLIST_FLOOR`` from overlap counts (see
-``SimilarityIndex.shortlist``). These tests hold it to exactly the entries a full scan finds
+``record_entry`` scores only the entries ``candidates.shortlist`` proposes; the index scores
+every entry sharing a feature from overlap counts, exactly as a scan would (see the module
+docstring of ctxkeeper/write/candidates.py). These tests hold it to exactly the entries a full scan finds
 at or above the floor, on stores drawn from a small vocabulary so that overlaps are common.
 """
 
@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from ctxkeeper.core.model import TOMBSTONE_STATUSES
 from ctxkeeper.core.text import fingerprint
+from ctxkeeper.write import candidates as cand
 from ctxkeeper.write import similarity as sim
 
 TYPE_CHECKING = False
@@ -106,13 +107,21 @@ def _findings(candidate: Mapping[str, object], stored: Sequence[Mapping[str, obj
     )
 
 
+def _short(candidate: Mapping[str, object], stored: Sequence[Entry]) -> list[Entry] | None:
+    """The stored entries a fresh index shortlists, in stored order (None: scan them all)."""
+    index = cand.CandidateIndex()
+    index.sync({str(entry["id"]): entry for entry in stored})
+    keep = index.shortlist(candidate)
+    return None if keep is None else [entry for entry in stored if entry["id"] in keep]
+
+
 @settings(
     max_examples=100,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(
-    stored=st.lists(entries(), min_size=sim.INDEX_MIN_ENTRIES, max_size=60),
+    stored=st.lists(entries(), min_size=1, max_size=60),
     candidate=entries(),
     copied=st.integers(min_value=0),
 )
@@ -124,14 +133,25 @@ def test_the_shortlist_is_exactly_what_a_scan_keeps(
     # when the candidate has text to compare.
     twin = stored[copied % len(stored)]
     stored[copied % len(stored)] = {**candidate, "id": twin["id"], "status": twin["status"]}
-    short = sim.shortlist(candidate, stored)
+    short = _short(candidate, stored)
     if not sim._features(sim.statement(candidate))[1]:
-        assert short == stored  # nothing to index the candidate by: every entry is scanned
+        assert short is None  # nothing to index the candidate by: every entry is scanned
         return
+    assert short is not None
     ids = {entry["id"] for entry in short}
     assert twin["id"] in ids
     assert ids == _scan(candidate, stored)
     assert _findings(candidate, short) == _findings(candidate, stored)
+
+
+def test_a_small_store_is_scanned_whole_and_a_large_one_shortlisted() -> None:
+    small = _store(cand.INDEX_MIN_ENTRIES - 1)
+    large = _store(cand.INDEX_MIN_ENTRIES)
+    candidate = {k: v for k, v in small["con-0005-abcd"].items() if k not in ("id", "status")}
+    assert len(cand.shortlist(candidate, small.values())) == len(small)
+    short = cand.shortlist(candidate, large.values())
+    assert 0 < len(short) < len(large)
+    assert "con-0005-abcd" in {entry["id"] for entry in short}
 
 
 def _store(size: int) -> dict[str, Entry]:
@@ -151,11 +171,11 @@ def _store(size: int) -> dict[str, Entry]:
 
 
 def _ids(candidate: Mapping[str, object], entries: dict[str, Entry]) -> set[str]:
-    return {str(entry["id"]) for entry in sim.shortlist(candidate, entries.values())}
+    return {str(entry["id"]) for entry in cand.shortlist(candidate, entries.values())}
 
 
 def test_a_dict_view_is_followed_through_replacements_removals_and_additions() -> None:
-    entries = _store(80)
+    entries = _store(cand.INDEX_MIN_ENTRIES + 20)
     target = entries["con-0005-abcd"]
     candidate = {k: v for k, v in target.items() if k not in ("id", "status")}
     assert "con-0005-abcd" in _ids(candidate, entries)
@@ -170,48 +190,39 @@ def test_a_dict_view_is_followed_through_replacements_removals_and_additions() -
     del entries["con-0999-abcd"]
     assert "con-0999-abcd" not in _ids(candidate, entries)
     listed = list(entries.values())
-    assert _findings(candidate, sim.shortlist(candidate, entries.values())) == _findings(
+    assert _findings(candidate, cand.shortlist(candidate, entries.values())) == _findings(
         candidate, listed
     )
 
 
-def test_changes_let_sync_look_only_at_the_ids_named() -> None:
-    index = sim.SimilarityIndex()
+def test_the_index_syncs_by_identity() -> None:
+    index = cand.CandidateIndex()
     entries = _store(60)
     target = entries["con-0007-abcd"]
     candidate = {k: v for k, v in target.items() if k not in ("id", "status")}
-    index.sync(entries, ("nothing", "v1", ()))  # an unknown version: the whole mapping
+    index.sync(entries)
     assert len(index) == 60
     before = index.shortlist(candidate)
     assert before is not None
     assert "con-0007-abcd" in before
-    # Two changes, only one named, under the index's own version: the named one is applied
-    # and the other is not looked at (the caller vouched for every other id).
+    # A replaced object is re-indexed; an equal copy of another entry is found under its id.
     entries = dict(entries)
     entries["con-0007-abcd"] = {**target, "rule": "Plant tulips", "reason": "Spring"}
     entries["con-0008-abcd"] = {**target, "id": "con-0008-abcd"}
-    index.sync(entries, ("v1", "v2", ["con-0007-abcd"]))
+    index.sync(entries)
     after = index.shortlist(candidate)
     assert after is not None
     assert "con-0007-abcd" not in after
-    assert "con-0008-abcd" not in after
-    # A version the index did not sync last: everything is compared, the unnamed change too.
-    index.sync(entries, ("v1", "v3", []))
-    again = index.shortlist(candidate)
-    assert again is not None
-    assert "con-0008-abcd" in again
-    # The right version but a different count (an unnamed addition): a full comparison.
-    entries = dict(entries)
-    entries["con-0990-abcd"] = {**target, "id": "con-0990-abcd"}
-    index.sync(entries, ("v3", "v4", []))
-    found = index.shortlist(candidate)
-    assert found is not None
-    assert "con-0990-abcd" in found
-    assert len(index) == 61
+    assert "con-0008-abcd" in after
+    # A removed entry is forgotten.
+    del entries["con-0008-abcd"]
+    index.sync(entries)
+    assert "con-0008-abcd" not in (index.shortlist(candidate) or set())
+    assert len(index) == 59
 
 
 def test_equal_tombstones_come_in_stored_order() -> None:
-    entries = _store(60)
+    entries = _store(cand.INDEX_MIN_ENTRIES)
     rule = "Never store money as floating point numbers in the billing service"
     for first, second in (("con-0001-abcd", "con-0002-abcd"), ("con-0002-abcd", "con-0001-abcd")):
         ordered = {
@@ -220,7 +231,7 @@ def test_equal_tombstones_come_in_stored_order() -> None:
         }
         ordered.update((k, v) for k, v in entries.items() if k not in ordered)
         candidate = {"kind": "constraint", "rule": rule, "hardness": "hard", "reason": "x"}
-        short = sim.shortlist(candidate, ordered.values())
+        short = cand.shortlist(candidate, ordered.values())
         found = sim.matching_tombstone(candidate, short)
         assert found is not None
         assert found[0]["id"] == first
@@ -228,9 +239,9 @@ def test_equal_tombstones_come_in_stored_order() -> None:
 
 
 def test_a_short_entry_sharing_only_the_commonest_words_is_kept() -> None:
-    # Every entry holds "redis", half of them the candidate's other words: the index leaves
-    # the commonest features unread. The one-word entry shares nothing else and still
-    # reaches the floor (0.39): the bound on what can be left unread must keep it.
+    # Every entry holds "redis", half of them the candidate's other words. The one-word entry
+    # shares nothing else and still reaches the floor (0.39): it must be kept, the unrelated
+    # one not.
     stored: list[Entry] = [
         {
             "id": f"con-{n:04d}-abcd",
@@ -240,15 +251,15 @@ def test_a_short_entry_sharing_only_the_commonest_words_is_kept() -> None:
             "reason": f"reason{n} detail{n}",
             "hardness": "hard",
         }
-        for n in range(40)
+        for n in range(cand.INDEX_MIN_ENTRIES)
     ]
     stored += [
-        {**stored[0], "id": "con-0100-abcd", "rule": "redis", "reason": "other"},
-        {**stored[0], "id": "con-0101-abcd", "rule": "tulips in spring", "reason": "other"},
+        {**stored[0], "id": "con-9100-abcd", "rule": "redis", "reason": "other"},
+        {**stored[0], "id": "con-9101-abcd", "rule": "tulips in spring", "reason": "other"},
     ]
     candidate: Entry = {"kind": "constraint", "rule": "use redis for session cache"}
     assert sim.similarity(candidate, stored[-2]) >= sim.SHORTLIST_FLOOR
-    ids = {entry["id"] for entry in sim.shortlist(candidate, stored)}
-    assert "con-0100-abcd" in ids
-    assert "con-0101-abcd" not in ids
+    ids = {entry["id"] for entry in cand.shortlist(candidate, stored)}
+    assert "con-9100-abcd" in ids
+    assert "con-9101-abcd" not in ids
     assert ids == _scan(candidate, stored)

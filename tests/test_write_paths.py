@@ -23,6 +23,7 @@ from ctxkeeper.core.store import (
     render_entries_document,
 )
 from ctxkeeper.read import rank, textindex
+from ctxkeeper.write import candidates as cand
 from ctxkeeper.write import similarity as sim
 from ctxkeeper.write.verbs import deprecate_entry, record_entry, update_entry, user_actor
 
@@ -250,7 +251,7 @@ def _findings(candidate: JSONObject, stored: Sequence[Mapping[str, object]]) -> 
 
 
 def test_the_shortlist_changes_no_finding() -> None:
-    stored = _pool(sim.INDEX_MIN_ENTRIES + 50, seed=5)
+    stored = _pool(cand.INDEX_MIN_ENTRIES + 50, seed=5)
     # Candidates close to stored entries (a word changed) and far from all of them.
     candidates: list[JSONObject] = []
     for entry in stored[::41]:
@@ -262,7 +263,7 @@ def test_the_shortlist_changes_no_finding() -> None:
     candidates.append({"kind": "decision", "summary": "Completely unrelated gardening advice"})
     found = 0
     for candidate in candidates:
-        short = sim.shortlist(candidate, stored)
+        short = cand.shortlist(candidate, stored)
         assert len(short) < len(stored)
         full = _findings(candidate, stored)
         assert _findings(candidate, short) == full
@@ -271,24 +272,24 @@ def test_the_shortlist_changes_no_finding() -> None:
 
 
 def test_the_index_follows_replaced_and_removed_entries() -> None:
-    stored = _pool(sim.INDEX_MIN_ENTRIES + 10, seed=6)
+    stored = _pool(cand.INDEX_MIN_ENTRIES + 10, seed=6)
     target = dict(stored[3])
     candidate = {k: v for k, v in target.items() if k not in ("id", "status")}
-    assert target["id"] in {e["id"] for e in sim.shortlist(candidate, stored)}
+    assert target["id"] in {e["id"] for e in cand.shortlist(candidate, stored)}
     # The entry is replaced by an unrelated text: it must leave the shortlist.
     changed = dict(target, summary="Plant tulips in autumn", rule="Plant tulips in autumn")
     stored[3] = changed
-    assert target["id"] not in {e["id"] for e in sim.shortlist(candidate, stored)}
+    assert target["id"] not in {e["id"] for e in cand.shortlist(candidate, stored)}
     # Removed entries are forgotten, new ones found.
     stored.append(dict(target, id="con-9999-ffff"))
-    ids = {e["id"] for e in sim.shortlist(candidate, stored)}
+    ids = {e["id"] for e in cand.shortlist(candidate, stored)}
     assert "con-9999-ffff" in ids
-    assert _findings(candidate, sim.shortlist(candidate, stored)) == _findings(candidate, stored)
+    assert _findings(candidate, cand.shortlist(candidate, stored)) == _findings(candidate, stored)
 
 
 def test_record_entry_through_the_index_reports_and_refuses_as_before(store: Store) -> None:
     rng = random.Random(7)
-    _bulk(store, [_fields(rng, n) for n in range(sim.INDEX_MIN_ENTRIES + 5)])
+    _bulk(store, [_fields(rng, n) for n in range(cand.INDEX_MIN_ENTRIES + 5)])
     kind, fields = _fields(random.Random(99), 2)
     first = record_entry(store, kind, fields, actor=user_actor())
     again = dict(fields, summary=str(fields["summary"]).replace("service", "services"))

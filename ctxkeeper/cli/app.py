@@ -20,7 +20,7 @@ from ctxkeeper.core.errors import (
     UsageError,
     ValidationError,
 )
-from ctxkeeper.core.model import EDITABLE_FIELDS, KINDS, STATUSES, TEXT_FIELDS
+from ctxkeeper.core.model import EDITABLE_FIELDS, KINDS, STATUSES, kind_spec
 from ctxkeeper.read import render
 
 TYPE_CHECKING = False
@@ -33,16 +33,6 @@ if TYPE_CHECKING:
 
 #: Verbs only a person at a terminal may run (DESIGN.md, "Review policy").
 HUMAN_VERBS = ("approve", "reject", "lift", "purge", "edit", "deprecate")
-_PROMPTS = {
-    "summary": "summary: what was decided, in one line",
-    "problem": "problem: what forced a choice",
-    "why_chosen": "why chosen: why this option won",
-    "rule": "rule: what must (or must not) be done",
-    "reason": "reason: the incident or cost behind the rule",
-    "hardness": "hardness: hard (stops the first edit until read) or soft",
-    "name": "name",
-    "purpose": "purpose: what the procedure achieves and when to run it",
-}
 
 
 class _Args(argparse.Namespace):
@@ -142,11 +132,11 @@ class _KindHelp(argparse.Action):
         if kind not in KINDS:
             parser.print_help()
             parser.exit()
-        what, example = fieldflags.KIND_HELP[str(kind)]
+        what, example = fieldflags.KIND_HELP.get(str(kind), (f"Record a {kind}.", ""))
         shown = _Parser(
             prog=f"{parser.prog} {kind}",
             description=what,
-            epilog=f"{fieldflags.FLOORS_NOTE}\n\nexample:\n  {example}",
+            epilog=fieldflags.FLOORS_NOTE + (f"\n\nexample:\n  {example}" if example else ""),
             formatter_class=_DescribedFormatter,
             add_help=False,
         )
@@ -501,15 +491,16 @@ def _asker(args: _Args) -> Callable[[str], str]:
 
 def _prompt_missing(kind: str, fields: dict[str, object], ask: Callable[[str], str]) -> None:
     """Ask a person at a terminal for each missing required field of ``kind``."""
-    needed = [*TEXT_FIELDS[kind], *(["hardness"] if kind == "constraint" else [])]
-    for field in needed:
-        if field not in fields:
-            fields[field] = ask(_PROMPTS[field] + ": ").strip()
-    if kind == "pipeline" and "steps" not in fields:
-        steps: list[str] = []
-        while step := ask(f"step {len(steps) + 1} (empty line to finish): ").strip():
-            steps.append(step)
-        fields["steps"] = steps
+    for spec in kind_spec(kind).fields:
+        if spec.name in fields or (spec.is_list and not spec.floor):
+            continue
+        if not spec.is_list:
+            fields[spec.name] = ask(spec.prompt + ": ").strip()
+            continue
+        items: list[str] = []
+        while item := ask(f"{spec.prompt} {len(items) + 1} (empty line to finish): ").strip():
+            items.append(item)
+        fields[spec.name] = items
 
 
 def _add(args: _Args) -> int:

@@ -9,28 +9,26 @@ from __future__ import annotations
 from typing import Final
 
 from ctxkeeper.core.errors import UsageError
-from ctxkeeper.core.model import CONTRACT_FLOORS, KIND_FIELDS
+from ctxkeeper.core.model import CONTRACT_FLOORS, KIND_FIELDS, kind_spec, kind_specs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Mapping
 
-LIST_INPUTS: Final = ("alternatives", "steps", "scope", "tags", "related_to", "supersedes")
-SCALAR_INPUTS: Final = (
-    "summary",
-    "problem",
-    "why_chosen",
-    "rule",
-    "reason",
-    "hardness",
-    "name",
-    "purpose",
-    "valid_from",
-    "valid_until",
-)
 #: The fields every kind takes besides its own.
 COMMON_INPUTS: Final = ("scope", "tags", "related_to", "supersedes", "valid_from", "valid_until")
+_COMMON_LISTS: Final = ("scope", "tags", "related_to", "supersedes")
+
+
+def inputs() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Every field a flag sets, (one-value fields, list fields): every kind's own, then the
+    common ones."""
+    own = {f.name: f.is_list for spec in kind_specs() for f in spec.fields}
+    scalars = [name for name, is_list in own.items() if not is_list]
+    lists = [name for name, is_list in own.items() if is_list]
+    common = [name for name in COMMON_INPUTS if name not in _COMMON_LISTS]
+    return (*scalars, *common), (*lists, *_COMMON_LISTS)
 
 
 #: What each field holds, in the words of ``--help``; floors are added from the model.
@@ -79,8 +77,8 @@ def field_help(field: str, kind: str | None = None) -> str:
     Without ``kind`` (``edit``, which takes any kind's fields) it names the kind it belongs
     to instead of requiring it.
     """
-    text = _FIELD_HELP[field]
     owner = next((k for k, fields in KIND_FIELDS.items() if field in fields), None)
+    text = _FIELD_HELP.get(field) or _prompt(owner, field)
     floors: Mapping[str, int] = CONTRACT_FLOORS.get(owner or "", {})
     if field == "steps":
         floor = f"at least {floors['steps']}, each at least {floors['step']} characters"
@@ -96,6 +94,13 @@ def field_help(field: str, kind: str | None = None) -> str:
     return f"{text} ({state}{'; ' + floor if floor else ''})"
 
 
+def _prompt(owner: str | None, field: str) -> str:
+    """What the kind's spec asks a person for: the help of a field this table does not word."""
+    if owner is None:
+        return field.replace("_", " ")
+    return next(f.prompt for f in kind_spec(owner).fields if f.name == field)
+
+
 def add_flags(
     parser: argparse.ArgumentParser, *, skip: tuple[str, ...] = (), kind: str | None = None
 ) -> None:
@@ -105,14 +110,15 @@ def add_flags(
         required; otherwise every kind's fields, each naming its kind.
     """
     wanted = None if kind is None else {*KIND_FIELDS[kind], *COMMON_INPUTS}
-    for field in (*SCALAR_INPUTS, *LIST_INPUTS):
+    scalar_inputs, list_inputs = inputs()
+    for field in (*scalar_inputs, *list_inputs):
         if field in skip or (wanted is not None and field not in wanted):
             continue
         parser.add_argument(
             flag(field),
             dest=field,
             default=None,
-            action="append" if field in LIST_INPUTS else "store",
+            action="append" if field in list_inputs else "store",
             metavar=_METAVARS.get(field, "TEXT"),
             help=field_help(field, kind),
         )
@@ -166,7 +172,7 @@ def given_fields(
     """The fields the flags set; a flag of another kind's field is a usage error."""
     allowed = {*KIND_FIELDS[kind], *extra}
     fields: dict[str, object] = {}
-    for field in (*SCALAR_INPUTS, *LIST_INPUTS):
+    for field in (*inputs()[0], *inputs()[1]):
         value = given.get(field)
         if value is None:
             continue

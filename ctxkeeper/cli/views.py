@@ -13,7 +13,7 @@ from typing import Final
 
 from ctxkeeper.cli import term
 from ctxkeeper.core.changes import changes_of
-from ctxkeeper.core.model import MULTILINE_FIELDS, ordered
+from ctxkeeper.core.model import LIST_FIELDS, ordered
 from ctxkeeper.read import render
 
 TYPE_CHECKING = False
@@ -27,11 +27,8 @@ Paragraph = tuple[str, str]
 
 #: Room for output nobody clips: a pipe has no width, and ``grep`` must see whole headlines.
 NO_CLIP: Final = 1 << 30
-#: Prose whose stored line breaks are kept (shown as ``| `` lines, as render.py does).
-PROSE: Final = MULTILINE_FIELDS | {"status_reason"}
 #: List fields whose items are single words or ids, listed with commas.
 _WORD_LISTS: Final = frozenset({"tags", "related_to", "supersedes"})
-_NUMBERED: Final = frozenset({"steps", "alternatives"})
 #: Shown in the header line of ``show``, not among the fields.
 _IN_HEADER: Final = frozenset({"id", "kind", "status", "revision"})
 #: Bookkeeping a history block leaves out of its diff (its header has the time and revision).
@@ -89,7 +86,8 @@ def flow(parts: Iterable[str], room: int, *, indent: int = 4, gap: int = 2) -> l
 
 def paragraphs(key: str, value: JSONValue) -> list[Paragraph]:
     """A field's value as the paragraphs it shows as, every string escaped."""
-    if key in _NUMBERED and isinstance(value, list):
+    if isinstance(value, list) and any(key in fields for fields in LIST_FIELDS.values()):
+        # A kind's own list (steps, alternatives): one item a line, numbered.
         numbered = [(f"{n}. ", render.visible(str(item))) for n, item in enumerate(value, 1)]
         return numbered or [("", "(none)")]
     if key == "scope" and _empty(value):
@@ -108,7 +106,7 @@ def paragraphs(key: str, value: JSONValue) -> list[Paragraph]:
     if value is None:
         return [("", "(none)")]
     text = str(value)
-    if key not in PROSE:
+    if key not in render.prose_fields():
         return [("", render.visible(text))]
     return [
         ("" if number == 0 else "| ", render.visible(part, multiline=True))
@@ -267,7 +265,7 @@ def entry_header(entry: Mapping[str, JSONValue], style: term.Style, room: int) -
 
 def entry_view(entry: Mapping[str, JSONValue], style: term.Style, *, room: int) -> str:
     """An entry at a glance: the header line, then every field labelled and wrapped."""
-    headline = render.HEADLINE_FIELD.get(str(entry.get("kind")))
+    headline = render.headline_field(entry)
     shown_in_header = entry.get("status") == "superseded"
     rows: list[tuple[str, list[Paragraph], tuple[str, ...]]] = []
     for key, value in ordered(entry).items():

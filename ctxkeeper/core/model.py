@@ -1,10 +1,21 @@
-"""The entry model: kinds, fields, floors, statuses and origins (knows nothing of files)."""
+"""The entry model: the kind table, fields, floors, statuses and origins (knows nothing of files).
+
+Each kind is one frozen :class:`KindSpec` in a registry: its id prefix, its fields with their
+floors, the field that names an entry (headline) and the one that says why (rationale), the
+fields similarity compares, its CLI prompts, its line of the ``record_entry`` description and
+its search weights. The id pattern, the MCP schemas, the CLI flags and prompts, doctor,
+rendering, quality, similarity, the text index, coverage and the projections read the table,
+so adding a kind is adding a spec (ARCHITECTURE.md, "adding an entry kind"). The tables below
+(:data:`KINDS`, :data:`TEXT_FIELDS`, ...) are live views of the registry.
+"""
 
 from __future__ import annotations
 
 import re
-from types import MappingProxyType
-from typing import Final, Literal, get_args
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Final, Literal, TypeVar, get_args, overload
 
 from ctxkeeper.core.errors import (
     BelowFloorError,
@@ -19,16 +30,14 @@ from ctxkeeper.core.times import check_window, normalize_time, stored_time_probl
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Iterator
 
     from ctxkeeper.core._types import JSONObject, JSONValue
 
-Kind = Literal["decision", "constraint", "pipeline"]
 Status = Literal["proposed", "active", "superseded", "deprecated", "rejected"]
 Origin = Literal["agent", "user", "import"]
 Hardness = Literal["hard", "soft"]
 
-KINDS: Final[tuple[str, ...]] = get_args(Kind)
 STATUSES: Final[tuple[str, ...]] = get_args(Status)
 ORIGINS: Final[tuple[str, ...]] = get_args(Origin)
 HARDNESS: Final[tuple[str, ...]] = get_args(Hardness)
@@ -38,62 +47,358 @@ LIVE_STATUSES: Final = frozenset({"active", "proposed"})
 #: Retired entries that later writes and imports consult (DESIGN.md promise 2).
 TOMBSTONE_STATUSES: Final = frozenset({"deprecated", "rejected"})
 
-KIND_PREFIX: Final = MappingProxyType({"decision": "dec", "constraint": "con", "pipeline": "pip"})
-PREFIX_KIND: Final = MappingProxyType({v: k for k, v in KIND_PREFIX.items()})
 #: The largest revision: every JSON reader holds it exactly, and no entry is edited that often.
 MAX_REVISION: Final = 2**53 - 1
-ID_PATTERN: Final = re.compile(r"^(dec|con|pip)-(\d{3,})-([0-9a-f]{4})$")
 
-#: The text fields each kind must fill, in display order.
-TEXT_FIELDS: Final = MappingProxyType(
-    {
-        "decision": ("summary", "problem", "why_chosen"),
-        "constraint": ("rule", "reason"),
-        "pipeline": ("name", "purpose"),
-    }
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One field of a kind: its shape, floor, prompt and how much search counts it."""
+
+    name: str
+    #: What the CLI asks a person for (a list field with a floor is asked item by item).
+    prompt: str
+    #: The contract's floor: readable characters of a text, or items of a list.
+    floor: int = 0
+    #: A list field: each item's floor, under the floor name :attr:`item_key`.
+    item_floor: int = 0
+    item_key: str = ""
+    is_list: bool = False
+    #: A list whose order is its meaning (steps): kept as given, shown numbered.
+    sequence: bool = False
+    #: A choice field: the values, and what each means (said when the value is wrong).
+    choices: tuple[str, ...] = ()
+    choices_help: str = ""
+    #: Prose that may hold several lines (newline and tab); every other field is one line.
+    multiline: bool = False
+    #: How much a term found here counts in the text index (read/textindex.py).
+    search_weight: float = 0.0
+    #: How much a query word found here counts towards covering it (read/coverage.py).
+    coverage_credit: float = 0.0
+    #: The label projections and views show.
+    label: str = ""
+
+    @property
+    def shown_as(self) -> str:
+        return self.label or self.name.replace("_", " ").capitalize()
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    """One entry kind: everything the doors, checks, search and projections know of it."""
+
+    name: str
+    #: The id prefix: ``dec`` in ``dec-021-b607``.
+    prefix: str
+    #: Its section title in DECISIONS.md and the rules files ("Decisions").
+    title: str
+    fields: tuple[FieldSpec, ...]
+    #: The field that names an entry in one line.
+    headline: str
+    #: The field that says why.
+    rationale: str
+    #: The rationale's label in a rules file, where one line is all there is room for.
+    rationale_label: str
+    #: What similarity compares: what an entry is (primary) and why (secondary).
+    similar_primary: tuple[str, ...]
+    similar_secondary: tuple[str, ...]
+    #: Its line of the ``record_entry`` description (MCP): fields and floors, briefly.
+    mcp_line: str
+    #: Listed in the Claude Code rules files (``export rules``).
+    in_rules: bool = False
+    #: A field whose words all name a choice (a pipeline's name), for similarity's slots.
+    named_by: str = ""
+    #: Where its section sits in DECISIONS.md and the rules files (lower first).
+    projection_rank: int = 9
+
+    @cached_property
+    def field_names(self) -> tuple[str, ...]:
+        return tuple(spec.name for spec in self.fields)
+
+    @cached_property
+    def text_fields(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.fields if not f.is_list and not f.choices)
+
+    @cached_property
+    def required_fields(self) -> tuple[str, ...]:
+        """What a writer must give: the texts, the choices and the lists with a floor."""
+        return tuple(f.name for f in self.fields if not f.is_list or f.floor)
+
+    @cached_property
+    def floors(self) -> Mapping[str, int]:
+        out: dict[str, int] = {}
+        for spec in self.fields:
+            if spec.floor or not (spec.is_list or spec.choices):
+                out[spec.name] = spec.floor
+            if spec.item_key:
+                out[spec.item_key] = spec.item_floor
+        return out
+
+    def field(self, name: str) -> FieldSpec | None:
+        return next((spec for spec in self.fields if spec.name == name), None)
+
+    def choice(self) -> FieldSpec | None:
+        """The kind's choice field (a constraint's hardness), shown before its headline."""
+        return next((spec for spec in self.fields if spec.choices), None)
+
+
+DECISION: Final = KindSpec(
+    name="decision",
+    prefix="dec",
+    title="Decisions",
+    fields=(
+        FieldSpec(
+            "summary",
+            "summary: what was decided, in one line",
+            floor=20,
+            search_weight=3.0,
+            coverage_credit=1.0,
+        ),
+        FieldSpec(
+            "problem",
+            "problem: what forced a choice",
+            floor=40,
+            multiline=True,
+            search_weight=1.5,
+            coverage_credit=1.0,
+        ),
+        FieldSpec(
+            "why_chosen",
+            "why chosen: why this option won",
+            floor=60,
+            multiline=True,
+            search_weight=1.0,
+            coverage_credit=0.5,
+        ),
+        FieldSpec("alternatives", "alternative", is_list=True, search_weight=0.6),
+    ),
+    headline="summary",
+    rationale="why_chosen",
+    rationale_label="Why",
+    similar_primary=("summary",),
+    similar_secondary=("problem",),
+    mcp_line="decision: summary 20+ chars, problem 40+, why_chosen 60+, alternatives.",
+    in_rules=True,
+    projection_rank=1,
 )
+CONSTRAINT: Final = KindSpec(
+    name="constraint",
+    prefix="con",
+    title="Constraints",
+    fields=(
+        FieldSpec(
+            "rule",
+            "rule: what must (or must not) be done",
+            floor=15,
+            search_weight=3.0,
+            coverage_credit=1.0,
+        ),
+        FieldSpec(
+            "reason",
+            "reason: the incident or cost behind the rule",
+            floor=40,
+            multiline=True,
+            search_weight=1.0,
+            coverage_credit=1.0,
+        ),
+        FieldSpec(
+            "hardness",
+            "hardness: hard (stops the first edit until read) or soft",
+            choices=HARDNESS,
+            choices_help=(
+                "'hard' (the first edit of a covered file is stopped until the rule is read) "
+                "or 'soft' (the rule rides along)"
+            ),
+        ),
+    ),
+    headline="rule",
+    rationale="reason",
+    rationale_label="Reason",
+    similar_primary=("rule",),
+    similar_secondary=("reason",),
+    mcp_line="constraint: rule 15+, reason 40+ (the incident), hardness.",
+    in_rules=True,
+    projection_rank=0,
+)
+PIPELINE: Final = KindSpec(
+    name="pipeline",
+    prefix="pip",
+    title="Pipelines",
+    fields=(
+        FieldSpec("name", "name", floor=3, search_weight=3.0, coverage_credit=1.0),
+        FieldSpec(
+            "purpose",
+            "purpose: what the procedure achieves and when to run it",
+            floor=40,
+            multiline=True,
+            search_weight=1.5,
+            coverage_credit=1.0,
+        ),
+        FieldSpec(
+            "steps",
+            "step",
+            floor=1,
+            item_floor=10,
+            item_key="step",
+            is_list=True,
+            sequence=True,
+            search_weight=0.8,
+            coverage_credit=1.0,
+        ),
+    ),
+    headline="name",
+    rationale="purpose",
+    rationale_label="Purpose",
+    similar_primary=("name", "purpose"),
+    similar_secondary=(),
+    mcp_line="pipeline: name, purpose 40+, steps 10+ each.",
+    named_by="name",
+    projection_rank=2,
+)
+
+#: The kinds by name, in display order. Change it only through :func:`register_kind`.
+_REGISTRY: dict[str, KindSpec] = {spec.name: spec for spec in (DECISION, CONSTRAINT, PIPELINE)}
+
+
+def kind_specs() -> tuple[KindSpec, ...]:
+    """Every kind, in display order."""
+    return tuple(_REGISTRY.values())
+
+
+def kind_spec(kind: str) -> KindSpec:
+    """The spec of ``kind``; a ``KeyError`` for a name that is not a kind."""
+    return _REGISTRY[kind]
+
+
+def register_kind(spec: KindSpec) -> None:
+    """Add a kind (its name and prefix unused) to every door, check and projection."""
+    if spec.name in _REGISTRY or spec.prefix in PREFIX_KIND:
+        raise ValueError(f"kind {spec.name!r} or prefix {spec.prefix!r} is taken")
+    if not re.fullmatch(r"[a-z]{3}", spec.prefix):
+        raise ValueError(f"an id prefix is three lowercase letters, not {spec.prefix!r}")
+    _REGISTRY[spec.name] = spec
+    _kinds_changed()
+
+
+def unregister_kind(name: str) -> None:
+    """Remove a kind :func:`register_kind` added (tests that add one take it away)."""
+    del _REGISTRY[name]
+    _kinds_changed()
+
+
+_T = TypeVar("_T")
+
+
+def _is_kind(value: object) -> bool:
+    # A value from a hand-edited or hostile file may be a list or an object: not hashable.
+    return isinstance(value, str) and value in _REGISTRY
+
+
+class KindTable(Mapping[str, _T]):
+    """A read-only mapping of kind name to one thing its spec says, current with the registry."""
+
+    def __init__(self, pick: Callable[[KindSpec], _T]) -> None:
+        self._pick = pick
+
+    def __getitem__(self, kind: str) -> _T:
+        if not _is_kind(kind):
+            raise KeyError(kind)
+        return self._pick(_REGISTRY[kind])
+
+    def __contains__(self, kind: object) -> bool:
+        return _is_kind(kind)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(tuple(_REGISTRY))
+
+    def __len__(self) -> int:
+        return len(_REGISTRY)
+
+
+class _KindNames(Sequence[str]):
+    """The kind names in display order, current with the registry."""
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        return tuple(_REGISTRY)[index]
+
+    def __len__(self) -> int:
+        return len(_REGISTRY)
+
+    def __contains__(self, kind: object) -> bool:
+        return _is_kind(kind)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(tuple(_REGISTRY))
+
+
+class _PrefixKinds(Mapping[str, str]):
+    """Kind names by id prefix, current with the registry."""
+
+    def __getitem__(self, prefix: str) -> str:
+        for spec in _REGISTRY.values():
+            if spec.prefix == prefix:
+                return spec.name
+        raise KeyError(prefix)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(tuple(spec.prefix for spec in _REGISTRY.values()))
+
+    def __len__(self) -> int:
+        return len(_REGISTRY)
+
+
+class _IdPattern:
+    """The id pattern (``dec-021-b607``) over the registered prefixes: ``match`` and
+    ``fullmatch`` as a compiled pattern has them, groups prefix, sequence and suffix."""
+
+    def __init__(self) -> None:
+        self._compiled = self._compile()
+
+    @staticmethod
+    def _compile() -> re.Pattern[str]:
+        prefixes = "|".join(sorted(re.escape(spec.prefix) for spec in _REGISTRY.values()))
+        return re.compile(rf"^({prefixes})-(\d{{3,}})-([0-9a-f]{{4}})$")
+
+    def refresh(self) -> None:
+        self._compiled = self._compile()
+
+    @property
+    def pattern(self) -> str:
+        return self._compiled.pattern
+
+    def match(self, text: str) -> re.Match[str] | None:
+        return self._compiled.match(text)
+
+    def fullmatch(self, text: str) -> re.Match[str] | None:
+        return self._compiled.fullmatch(text)
+
+
+KINDS: Final[Sequence[str]] = _KindNames()
+KIND_PREFIX: Final[Mapping[str, str]] = KindTable(lambda spec: spec.prefix)
+PREFIX_KIND: Final[Mapping[str, str]] = _PrefixKinds()
+ID_PATTERN: Final = _IdPattern()
+#: The text fields each kind must fill, in display order.
+TEXT_FIELDS: Final[Mapping[str, tuple[str, ...]]] = KindTable(lambda spec: spec.text_fields)
 #: Fields holding a list of strings, per kind.
-LIST_FIELDS: Final = MappingProxyType(
-    {"decision": ("alternatives",), "constraint": (), "pipeline": ("steps",)}
+LIST_FIELDS: Final[Mapping[str, tuple[str, ...]]] = KindTable(
+    lambda spec: tuple(f.name for f in spec.fields if f.is_list)
 )
 #: Fields of each kind beyond the common ones, in display order.
-KIND_FIELDS: Final = MappingProxyType(
-    {
-        "decision": ("summary", "problem", "why_chosen", "alternatives"),
-        "constraint": ("rule", "reason", "hardness"),
-        "pipeline": ("name", "purpose", "steps"),
-    }
-)
+KIND_FIELDS: Final[Mapping[str, tuple[str, ...]]] = KindTable(lambda spec: spec.field_names)
 #: The contract's floors in characters; ``steps`` counts items and ``step`` is each step's floor.
-CONTRACT_FLOORS: Final = MappingProxyType(
-    {
-        "decision": MappingProxyType({"summary": 20, "problem": 40, "why_chosen": 60}),
-        "constraint": MappingProxyType({"rule": 15, "reason": 40}),
-        "pipeline": MappingProxyType({"name": 3, "purpose": 40, "steps": 1, "step": 10}),
-    }
-)
+CONTRACT_FLOORS: Final[Mapping[str, Mapping[str, int]]] = KindTable(lambda spec: spec.floors)
 #: Common fields a writer may set.
 COMMON_INPUT_FIELDS: Final = ("scope", "tags", "related_to", "valid_from", "valid_until")
 #: Fields ``update_entry`` may change; identity, status and provenance are not among them.
-EDITABLE_FIELDS: Final = MappingProxyType(
-    {kind: (*KIND_FIELDS[kind], *COMMON_INPUT_FIELDS) for kind in KINDS}
+EDITABLE_FIELDS: Final[Mapping[str, tuple[str, ...]]] = KindTable(
+    lambda spec: (*spec.field_names, *COMMON_INPUT_FIELDS)
 )
-#: The order fields are written in, so files diff cleanly and read top-down.
-FIELD_ORDER: Final = (
-    "id",
-    "kind",
-    "status",
-    "origin",
-    "summary",
-    "rule",
-    "name",
-    "problem",
-    "reason",
-    "hardness",
-    "purpose",
-    "why_chosen",
-    "steps",
-    "alternatives",
+_HEAD_FIELDS: Final = ("id", "kind", "status", "origin")
+_TAIL_FIELDS: Final = (
     "scope",
     "tags",
     "related_to",
@@ -108,9 +413,76 @@ FIELD_ORDER: Final = (
     "verified_sha",
     "revision",
 )
+#: The order fields are written in, so files diff cleanly and read top-down: an entry of a
+#: known kind has its kind's fields in spec order between these (see :func:`ordered`).
+FIELD_ORDER: Final = (
+    *_HEAD_FIELDS,
+    "summary",
+    "rule",
+    "name",
+    "problem",
+    "reason",
+    "hardness",
+    "purpose",
+    "why_chosen",
+    "steps",
+    "alternatives",
+    *_TAIL_FIELDS,
+)
 
-#: Prose fields that may hold several lines (newline and tab); every other field is one line.
-MULTILINE_FIELDS: Final = frozenset({"problem", "why_chosen", "reason", "purpose"})
+
+def multiline_fields() -> frozenset[str]:
+    """Prose fields that may hold several lines, of every kind."""
+    return frozenset(f.name for spec in _REGISTRY.values() for f in spec.fields if f.multiline)
+
+
+class FieldWeights(Mapping[str, float]):
+    """A weight per field name over every kind (``pick`` reads it from a field's spec) and the
+    ``common`` fields, current with the registry. Heaviest first (ties: the common fields, then
+    the kinds in order), so a sum over an entry's fields always runs in the same order."""
+
+    def __init__(self, pick: Callable[[FieldSpec], float], common: Mapping[str, float]) -> None:
+        self._pick = pick
+        self._common = dict(common)
+        self._made_at = -1
+        self._weights: dict[str, float] = {}
+
+    def _current(self) -> dict[str, float]:
+        if self._made_at != _generation:
+            weights = dict(self._common)
+            for spec in _REGISTRY.values():
+                for field_spec in spec.fields:
+                    weight = self._pick(field_spec)
+                    if weight and field_spec.name not in weights:
+                        weights[field_spec.name] = weight
+            self._weights = dict(sorted(weights.items(), key=lambda item: -item[1]))
+            self._made_at = _generation
+        return self._weights
+
+    def __getitem__(self, name: str) -> float:
+        return self._current()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._current())
+
+    def __len__(self) -> int:
+        return len(self._current())
+
+
+def _kinds_changed() -> None:
+    global _CONTRACT_FLOORS, _MULTILINE, _MULTILINE_NAMES, _generation
+    _generation += 1
+    ID_PATTERN.refresh()
+    _CONTRACT_FLOORS = contract_floors()
+    _MULTILINE = multiline_fields()
+    _MULTILINE_NAMES = ", ".join(sorted(_MULTILINE))
+    global _ORDER
+    # A registered kind's own fields go after the built-in kinds' ones.
+    own = [f for spec in _REGISTRY.values() for f in spec.field_names if f not in FIELD_ORDER]
+    middle = FIELD_ORDER[len(_HEAD_FIELDS) : -len(_TAIL_FIELDS)]
+    _ORDER = (*_HEAD_FIELDS, *middle, *dict.fromkeys(own), *_TAIL_FIELDS)
+
+
 #: The longest text field, in characters, for every door: the MCP schema's ``maxLength``
 #: (tools.py imports it), so the CLI cannot store what MCP could not return.
 TEXT_MAX: Final = 20_000
@@ -120,7 +492,6 @@ LIST_MAX: Final = 50
 
 Floors = dict[str, dict[str, int]]
 _TAG_MAX = 40
-_MULTILINE_NAMES: Final = ", ".join(sorted(MULTILINE_FIELDS))
 
 
 def contract_floors() -> Floors:
@@ -128,13 +499,20 @@ def contract_floors() -> Floors:
     return {kind: dict(fields) for kind, fields in CONTRACT_FLOORS.items()}
 
 
-#: The contract's floors for checks that only read them (clean_fields never changes its floors):
-#: built once, as an import checks thousands of entries against them.
-_CONTRACT_FLOORS: Final = contract_floors()
+#: Built once per registry change: an import checks thousands of entries against the floors,
+#: and every text against the multiline fields.
+_CONTRACT_FLOORS: Floors = {}
+_MULTILINE: frozenset[str] = frozenset()
+_MULTILINE_NAMES = ""
+#: Counts registry changes, for what is derived from it lazily (:class:`FieldWeights`).
+_generation = 0
+#: :data:`FIELD_ORDER` with the fields of registered kinds (see :func:`ordered`).
+_ORDER: tuple[str, ...] = FIELD_ORDER
+_kinds_changed()
 
 
 def check_kind(kind: object) -> str:
-    if kind not in KINDS:
+    if not _is_kind(kind):
         raise ValidationError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}", field="kind")
     assert isinstance(kind, str)
     return kind
@@ -164,7 +542,7 @@ def _checked_string(field: str, text: str, maximum: int, *, multiline: bool = Fa
 def _text(field: str, value: object) -> str:
     if not isinstance(value, str):
         raise ValidationError(f"{field} must be a string, got {type(value).__name__}", field=field)
-    return _checked_string(field, value, TEXT_MAX, multiline=field in MULTILINE_FIELDS)
+    return _checked_string(field, value, TEXT_MAX, multiline=field in _MULTILINE)
 
 
 def _string_list(field: str, value: object, *, keep_empty: bool = False) -> list[str]:
@@ -265,33 +643,8 @@ def clean_fields(
             field=unknown[0],
         )
     clean: JSONObject = {}
-    for field in TEXT_FIELDS[kind]:
-        if field not in fields:
-            raise ValidationError(f"{kind} needs {field!r}", field=field)
-        text = _text(field, fields[field])
-        _check_floor(kind, field, text, floors)
-        clean[field] = text
-    if kind == "constraint":
-        hardness = fields.get("hardness")
-        if hardness not in HARDNESS:
-            raise ValidationError(
-                f"constraint needs hardness 'hard' (the first edit of a covered file is stopped "
-                f"until the rule is read) or 'soft' (the rule rides along); got {hardness!r}",
-                field="hardness",
-            )
-        clean["hardness"] = hardness
-    if kind == "decision":
-        clean["alternatives"] = _unique(
-            _string_list("alternatives", fields.get("alternatives", []))
-        )
-    if kind == "pipeline":
-        steps = _string_list("steps", fields.get("steps", []))
-        minimum = floors["pipeline"]["steps"]
-        if len(steps) < minimum:
-            raise BelowFloorError("pipeline", "steps", len(steps), minimum, unit="steps")
-        for index, step in enumerate(steps):
-            _check_floor("pipeline", "step", step, floors, label=f"steps[{index}]")
-        clean["steps"] = [*steps]
+    for spec in _REGISTRY[kind].fields:
+        clean[spec.name] = _clean_own(kind, spec, fields, floors)
     for field in COMMON_INPUT_FIELDS:
         default: object = None if field.startswith("valid_") else []
         clean[field] = _clean_common(field, fields.get(field, default), root, notes)
@@ -299,9 +652,37 @@ def clean_fields(
     return clean
 
 
+def _clean_own(
+    kind: str, spec: FieldSpec, fields: Mapping[str, object], floors: Floors
+) -> JSONValue:
+    """One of the kind's own fields, checked against its spec and floor."""
+    name = spec.name
+    if spec.choices:
+        value = fields.get(name)
+        if value not in spec.choices:
+            raise ValidationError(
+                f"{kind} needs {name} {spec.choices_help}; got {value!r}", field=name
+            )
+        return str(value)
+    if spec.is_list:
+        items = _string_list(name, fields.get(name, []))
+        minimum = floors[kind].get(name, 0)
+        if len(items) < minimum:
+            raise BelowFloorError(kind, name, len(items), minimum, unit=name)
+        if spec.item_key:
+            for index, item in enumerate(items):
+                _check_floor(kind, spec.item_key, item, floors, label=f"{name}[{index}]")
+        return [*items] if spec.sequence else _unique(items)
+    if name not in fields:
+        raise ValidationError(f"{kind} needs {name!r}", field=name)
+    text = _text(name, fields[name])
+    _check_floor(kind, name, text, floors)
+    return text
+
+
 def ordered(entry: Mapping[str, JSONValue]) -> JSONObject:
     """The entry with its fields in :data:`FIELD_ORDER` (unknown fields kept, at the end)."""
-    out: JSONObject = {key: entry[key] for key in FIELD_ORDER if key in entry}
+    out: JSONObject = {key: entry[key] for key in _ORDER if key in entry}
     out.update({key: value for key, value in entry.items() if key not in out})
     return out
 
@@ -371,7 +752,7 @@ def stored_problems(entry: Mapping[str, object]) -> list[str]:
     entry_id = entry.get("id")
     if not isinstance(entry_id, str) or not ID_PATTERN.match(entry_id):
         return [f"bad id {entry_id!r}"]
-    if entry.get("kind") not in KINDS:
+    if not _is_kind(entry.get("kind")):
         return [f"{entry_id}: bad kind {entry.get('kind')!r}"]
     if entry.get("status") not in STATUSES:
         problems.append(f"{entry_id}: bad status {entry.get('status')!r}")

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Final
 
 from ctxkeeper.core import framing
-from ctxkeeper.core.model import LIST_MAX, TEXT_MAX
+from ctxkeeper.core.model import KINDS, LIST_MAX, TEXT_MAX, FieldSpec, kind_specs
 from ctxkeeper.core.provenance import describe
 from ctxkeeper.mcp.tooldef import ToolResult, ToolSpec
 from ctxkeeper.read import framed, guidance, render
@@ -39,7 +39,6 @@ _ID: Final[JSONObject] = _STR
 #: Times are ISO-8601 UTC, a bare date the whole day: said once in the descriptions that take
 #: one; the times module parses them or names the field.
 _TIME: Final[JSONObject] = _STR
-_KIND: Final[JSONObject] = {"enum": ["decision", "constraint", "pipeline"]}
 _STATUS: Final[JSONObject] = {
     "enum": ["proposed", "active", "superseded", "deprecated", "rejected"]
 }
@@ -82,60 +81,88 @@ _A: Final[JSONObject] = {"type": "array"}
 _FILTER: Final[JSONObject] = {"type": "array", "items": _STR, "maxItems": LIST_MAX}
 _O: Final[JSONObject] = {"type": "object"}
 
-RECORD_INPUT: Final = _object(
-    {
-        "kind": _KIND,
-        "summary": _STR,
-        "problem": _STR,
-        "why_chosen": _STR,
-        "alternatives": _strings(),
-        "rule": _STR,
-        "reason": _STR,
-        "hardness": _HARDNESS,
-        "name": _STR,
-        "purpose": _STR,
-        "steps": _strings(),
-        "scope": _strings(),
-        "tags": _strings(),
-        "related_to": _strings(_ID),
-        "supersedes": _strings(_ID),
-        "valid_from": _TIME,
-        "valid_until": _TIME,
-    },
-    ["kind"],
-)
-CONTEXT_INPUT: Final = _object(
-    {
-        "query": {"type": "string", "maxLength": TEXT_MAX},
-        "tags": _FILTER,
-        "path": _STR,
-        "kinds": _strings(_KIND),
-        "token_budget": {"type": "integer", "minimum": 100, "maximum": 20000},
-        "as_of": _TIME,
-        "include_history": {"type": "boolean"},
-        "abstain": {"enum": ["include", "withhold"]},
-    }
-)
-QUERY_INPUT: Final = _object(
-    {
-        "kinds": _strings(_KIND),
-        "status": _strings(_STATUS),
-        "origin": _strings({"enum": ["agent", "user", "import"]}),
-        "hardness": _HARDNESS,
-        "tags_any": _FILTER,
-        "tags_all": _FILTER,
-        "scope": _FILTER,
-        "covers_path": _STR,
-        "text": _FILTER,
-        "since": _TIME,
-        "before": _TIME,
-        "supersedes": _ID,
-        "superseded_by": _ID,
-        "as_of": _TIME,
-        "known_at": _TIME,
-        "limit": {"type": "integer", "minimum": 1, "maximum": 500},
-    }
-)
+
+def _kind() -> JSONObject:
+    return {"enum": list(KINDS)}
+
+
+def _field_schema(spec: FieldSpec) -> JSONObject:
+    if spec.choices:
+        return {"enum": list(spec.choices)}
+    return _strings() if spec.is_list else _STR
+
+
+def record_input() -> JSONObject:
+    """``record_entry``'s arguments: the kind, every kind's own fields (from its spec), the
+    common ones."""
+    own: JSONObject = {}
+    for kind in kind_specs():
+        for spec in kind.fields:
+            own.setdefault(spec.name, _field_schema(spec))
+    return _object(
+        {
+            "kind": _kind(),
+            **own,
+            "scope": _strings(),
+            "tags": _strings(),
+            "related_to": _strings(_ID),
+            "supersedes": _strings(_ID),
+            "valid_from": _TIME,
+            "valid_until": _TIME,
+        },
+        ["kind"],
+    )
+
+
+def _record_description() -> str:
+    return " ".join(
+        [
+            "Store what a later session must know, with its why.",
+            *(spec.mcp_line for spec in kind_specs()),
+            (
+                "supersedes: ids it replaces. Times ISO-8601 UTC. Refused if thin, "
+                "secret-bearing or like a retired entry."
+            ),
+        ]
+    )
+
+
+def context_input() -> JSONObject:
+    return _object(
+        {
+            "query": {"type": "string", "maxLength": TEXT_MAX},
+            "tags": _FILTER,
+            "path": _STR,
+            "kinds": _strings(_kind()),
+            "token_budget": {"type": "integer", "minimum": 100, "maximum": 20000},
+            "as_of": _TIME,
+            "include_history": {"type": "boolean"},
+            "abstain": {"enum": ["include", "withhold"]},
+        }
+    )
+
+
+def query_input() -> JSONObject:
+    return _object(
+        {
+            "kinds": _strings(_kind()),
+            "status": _strings(_STATUS),
+            "origin": _strings({"enum": ["agent", "user", "import"]}),
+            "hardness": _HARDNESS,
+            "tags_any": _FILTER,
+            "tags_all": _FILTER,
+            "scope": _FILTER,
+            "covers_path": _STR,
+            "text": _FILTER,
+            "since": _TIME,
+            "before": _TIME,
+            "supersedes": _ID,
+            "superseded_by": _ID,
+            "as_of": _TIME,
+            "known_at": _TIME,
+            "limit": {"type": "integer", "minimum": 1, "maximum": 500},
+        }
+    )
 
 
 #: Arguments that name files or directories, checked in every call (``updates`` too).
@@ -420,7 +447,7 @@ def _table() -> list[
                 "Project memory ranked for a question (query) and/or a file you will change "
                 "(path). Its note says how well it answers."
             ),
-            CONTEXT_INPUT,
+            context_input(),
             _out(
                 {
                     "results": {
@@ -446,14 +473,8 @@ def _table() -> list[
         (
             "record_entry",
             "Record an entry",
-            (
-                "Store what a later session must know, with its why. decision: summary 20+ "
-                "chars, problem 40+, why_chosen 60+, alternatives. constraint: rule 15+, reason "
-                "40+ (the incident), hardness. pipeline: name, purpose 40+, steps 10+ each. "
-                "supersedes: ids it replaces. Times ISO-8601 UTC. Refused if thin, "
-                "secret-bearing or like a retired entry."
-            ),
-            RECORD_INPUT,
+            _record_description(),
+            record_input(),
             _out(
                 {
                     "id": {"type": "string"},
@@ -477,7 +498,7 @@ def _table() -> list[
                 "the store held then; as_of: valid then; text: substrings, all required. Times "
                 "ISO-8601 UTC."
             ),
-            QUERY_INPUT,
+            query_input(),
             _out(
                 {
                     "total": {"type": "integer"},

@@ -1,1 +1,2 @@
-"""The read path: ranking, the text index, queries, the summary and how entries are rendered."""
+"""The read path: ranking (rank, textindex, coverage), queries, the summary, drift, the quality
+scan, and renderings (render, framed, projections)."""

@@ -23,35 +23,27 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from ctxkeeper.core.model import FieldWeights
 from ctxkeeper.core.text import NEGATION, terms, tokenize
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from ctxkeeper.core._types import JSONValue
     from ctxkeeper.read.textindex import TextIndex
 
 #: How much a query term found in each field counts towards covering it (the best field an
-#: entry holds the term in wins). The fields that state what an entry is about (headline, tags,
+#: entry holds the term in wins; each kind's field says its own, ``FieldSpec.coverage_credit``). The fields that state what an entry is about (headline, tags,
 #: problem, reason, purpose) and a pipeline's steps count in full; ``why_chosen``, which also
 #: compares the options turned down, counts half. ``alternatives`` (the options a decision
 #: rejected) and ``scope`` (paths) do not count: a word found only there does not make the
 #: entry about it. Chosen leave-one-project-out (evals/README.md, evals/signal_study.py).
-FIELD_CREDIT: Final = {
-    "summary": 1.0,
-    "rule": 1.0,
-    "name": 1.0,
-    "tags": 1.0,
-    "problem": 1.0,
-    "reason": 1.0,
-    "purpose": 1.0,
-    "steps": 1.0,
-    "why_chosen": 0.5,
-}
+FIELD_CREDIT: Final[Mapping[str, float]] = FieldWeights(
+    lambda spec: spec.coverage_credit, {"tags": 1.0}
+)
 #: Credit for a query term the entry holds only as a prefix or stem variant.
 VARIANT_CREDIT: Final = 0.5
 #: How much a query word no entry contains weighs, relative to the rarest word there is.

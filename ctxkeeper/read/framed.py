@@ -16,7 +16,7 @@ from ctxkeeper.core.framing import (
     literal,
 )
 from ctxkeeper.core.provenance import approvals, code, describe
-from ctxkeeper.read.render import HEADLINE_FIELD, pending_line
+from ctxkeeper.read.render import headline_field, pending_line
 
 #: The entry field holding the agent's proposed changes (ctxkeeper.core.changes).
 PENDING = "pending_changes"
@@ -103,5 +103,5 @@ def history_block(entry_id: str, records: list[JSONValue]) -> list[str]:
 
 def entry_line(entry: Mapping[str, JSONValue], approved: Mapping[str, str]) -> str:
     """An entry in one line (lists, the summary): its head and its headline field quoted."""
-    headline = entry.get(HEADLINE_FIELD.get(str(entry.get("kind")), "id"))
+    headline = entry.get(headline_field(entry))
     return headline_line(str(entry.get("id")), facts_of(entry), code_of(entry, approved), headline)

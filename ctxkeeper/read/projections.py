@@ -19,7 +19,7 @@ from typing import Final
 
 from ctxkeeper.core import times
 from ctxkeeper.core.errors import ProjectionError
-from ctxkeeper.core.model import HARDNESS, ID_PATTERN
+from ctxkeeper.core.model import HARDNESS, ID_PATTERN, KINDS, KindSpec, kind_spec, kind_specs
 from ctxkeeper.core.wording import counted
 from ctxkeeper.read.render import visible
 
@@ -156,6 +156,32 @@ def _hardness(entry: Entry) -> str:
     return f"**{hardness}**" if hardness in HARDNESS else _one(hardness)
 
 
+def _sections(*, rules: bool = False) -> list[KindSpec]:
+    """The kinds in projection order; ``rules``: only those the rules files list."""
+    specs = [spec for spec in kind_specs() if spec.in_rules or not rules]
+    return sorted(specs, key=lambda spec: spec.projection_rank)
+
+
+def _of_kind(entries: Iterable[Entry], spec: KindSpec) -> list[Entry]:
+    """The entries of ``spec``'s kind; a kind with a choice (hardness) lists its first
+    choice (hard) first, then by id."""
+    held = [e for e in entries if e.get("kind") == spec.name]
+    choice = spec.choice()
+    if choice is not None:
+        held.sort(key=lambda e: (e.get(choice.name) != choice.choices[0], str(e.get("id"))))
+    return held
+
+
+def _head(entry: Entry, spec: KindSpec) -> str:
+    """An item's head: its choice in bold (``**hard**: ``), its headline and id."""
+    choice = spec.choice()
+    lead = ""
+    if choice is not None:
+        value = entry.get(choice.name)
+        lead = (f"**{value}**" if value in choice.choices else _one(value)) + ": "
+    return f"{lead}{_one(entry.get(spec.headline))} ({_id(entry)})"
+
+
 def _scope_text(entry: Entry) -> str:
     scopes = _scopes(entry)
     return ", ".join(_one(s) for s in scopes) if scopes else "whole project"
@@ -240,20 +266,13 @@ def _file_names(scopes: Iterable[str]) -> dict[str, str]:
 
 def _rules_body(entries: Sequence[Entry]) -> list[str]:
     lines: list[str] = []
-    constraints = sorted(
-        (e for e in entries if e.get("kind") == "constraint"), key=_constraint_order
-    )
-    if constraints:
-        lines += ["", "## Constraints", ""]
-        for entry in constraints:
-            head = f"{_hardness(entry)}: {_one(entry.get('rule'))} ({_id(entry)})"
-            lines += _item(head, [("Reason", _prose(entry.get("reason"))), *_valid_until(entry)])
-    decisions = [e for e in entries if e.get("kind") == "decision"]
-    if decisions:
-        lines += ["", "## Decisions", ""]
-        for entry in decisions:
-            head = f"{_one(entry.get('summary'))} ({_id(entry)})"
-            lines += _item(head, [("Why", _prose(entry.get("why_chosen"))), *_valid_until(entry)])
+    for spec in _sections(rules=True):
+        held = _of_kind(entries, spec)
+        if held:
+            lines += ["", f"## {spec.title}", ""]
+        for entry in held:
+            why = (spec.rationale_label, _prose(entry.get(spec.rationale)))
+            lines += _item(_head(entry, spec), [why, *_valid_until(entry)])
     return lines
 
 
@@ -270,8 +289,9 @@ def render_rules(entries: Iterable[Entry], *, instant: datetime) -> RulesProject
     frontmatter; ``project.md`` (no frontmatter: it loads at launch) for project-wide ones.
     Scopes :func:`glob_problem` refuses are skipped and listed."""
     by_scope: dict[str, list[Entry]] = {}
+    rules_kinds = {spec.name for spec in _sections(rules=True)}
     for entry in in_force(entries, instant):
-        if entry.get("kind") not in ("constraint", "decision"):
+        if entry.get("kind") not in rules_kinds:
             continue
         for scope in _scopes(entry) or [""]:
             by_scope.setdefault(scope, []).append(entry)
@@ -339,7 +359,7 @@ def _tombstone_line(entry: Entry) -> str:
     if status == "superseded":
         state = f"superseded by {_one(entry.get('superseded_by'))}"
     kind = entry.get("kind")
-    text = entry.get({"decision": "summary", "constraint": "rule"}.get(str(kind), "name"))
+    text = entry.get(kind_spec(str(kind)).headline if kind in KINDS else "name")
     why = entry.get("status_reason")
     tail = f"; why: {_brief(why)}" if why else ""
     return f"- {_id(entry)} {state}: {_brief(text)}{tail}"
@@ -362,20 +382,13 @@ def render_markdown(entries: Iterable[Entry], *, instant: datetime) -> str:
             "their valid_from and valid_until)."
         ),
     ]
-    sections = (
-        ("Constraints in force", "constraint"),
-        ("Decisions in force", "decision"),
-        ("Pipelines in force", "pipeline"),
-    )
-    for title, kind in sections:
-        lines += ["", f"## {title}", ""]
-        held = [e for e in live if e.get("kind") == kind]
-        if kind == "constraint":
-            held.sort(key=_constraint_order)
+    for spec in _sections():
+        lines += ["", f"## {spec.title} in force", ""]
+        held = _of_kind(live, spec)
         if not held:
             lines.append("(none)")
         for entry in held:
-            lines += _markdown_item(entry)
+            lines += _markdown_item(entry, spec)
     retired = sorted(
         (e for e in pool if e.get("status") in ("deprecated", "rejected", "superseded")),
         key=lambda e: str(e.get("id")),
@@ -391,32 +404,26 @@ def render_markdown(entries: Iterable[Entry], *, instant: datetime) -> str:
     return "\n".join([*lines, ""])
 
 
-def _markdown_item(entry: Entry) -> list[str]:
-    kind = entry.get("kind")
-    scope = ("Scope", [_scope_text(entry)])
-    if kind == "constraint":
-        head = f"{_hardness(entry)}: {_one(entry.get('rule'))} ({_id(entry)})"
-        return _item(head, [scope, ("Reason", _prose(entry.get("reason"))), *_valid_until(entry)])
-    if kind == "decision":
-        alternatives = entry.get("alternatives")
-        others = [_one(a) for a in alternatives] if isinstance(alternatives, list) else []
-        details = [
-            scope,
-            ("Problem", _prose(entry.get("problem"))),
-            ("Why chosen", _prose(entry.get("why_chosen"))),
-            *([("Alternatives", ["; ".join(others)])] if others else []),
-            *_valid_until(entry),
-        ]
-        return _item(f"{_one(entry.get('summary'))} ({_id(entry)})", details)
-    steps = entry.get("steps")
-    numbered = (
-        [f"{n}. {_one(s)}" for n, s in enumerate(steps, 1)] if isinstance(steps, list) else []
-    )
-    details = [scope, ("Purpose", _prose(entry.get("purpose"))), *_valid_until(entry)]
-    lines = _item(f"{_one(entry.get('name'))} ({_id(entry)})", details)
-    if numbered:
-        lines += ["  - Steps:", *(f"    {step}" for step in numbered)]
-    return lines
+def _markdown_item(entry: Entry, spec: KindSpec) -> list[str]:
+    """An entry with its scope and every field of its kind labelled; a sequence (steps)
+    numbered after the rest."""
+    details = [("Scope", [_scope_text(entry)])]
+    tail: list[str] = []
+    for field_spec in spec.fields:
+        if field_spec.name == spec.headline or field_spec.choices:
+            continue
+        value = entry.get(field_spec.name)
+        label = field_spec.shown_as
+        if not field_spec.is_list:
+            shown = _prose(value) if field_spec.multiline else [_one(value)]
+            details.append((label, shown))
+            continue
+        items = [_one(item) for item in value] if isinstance(value, list) else []
+        if items and field_spec.sequence:
+            tail += [f"  - {label}:", *(f"    {n}. {item}" for n, item in enumerate(items, 1))]
+        elif items:
+            details.append((label, ["; ".join(items)]))
+    return [*_item(_head(entry, spec), [*details, *_valid_until(entry)]), *tail]
 
 
 # ---------------------------------------------------------------------------- AGENTS.md

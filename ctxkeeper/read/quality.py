@@ -60,7 +60,7 @@ import re
 from typing import Final, TypedDict
 
 from ctxkeeper.core import times
-from ctxkeeper.core.model import LIVE_STATUSES
+from ctxkeeper.core.model import LIVE_STATUSES, KindTable, kind_spec
 from ctxkeeper.core.text import readable_length, terms
 from ctxkeeper.write.similarity import RESTATEMENT_THRESHOLD, classify, similarity, statement
 
@@ -109,8 +109,8 @@ LABELS: Final = {
 }
 #: "Near the floor": shorter than this many times the configured floor.
 NEAR_FLOOR: Final = 1.5
-#: The field that says why, per kind.
-RATIONALE_FIELDS: Final = {"decision": "why_chosen", "constraint": "reason", "pipeline": "purpose"}
+#: The field that says why, per kind (its spec's ``rationale``).
+RATIONALE_FIELDS: Final[Mapping[str, str]] = KindTable(lambda spec: spec.rationale)
 #: The least share of statement terms (Dice) two entries must have to be a likely duplicate.
 DUPLICATE_TERM_DICE: Final = 0.5
 _EDIT_HINT: Final = "update_entry, or `ctxkeeper edit ID` in a person's terminal"
@@ -356,7 +356,8 @@ def _unscoped_path_rules(live: list[Mapping[str, object]]) -> list[Finding]:
     for entry in live:
         if entry.get("kind") != "constraint" or _scopes(entry):
             continue
-        text = " ".join(str(entry.get(key) or "") for key in ("rule", "reason"))
+        spec = kind_spec("constraint")
+        text = " ".join(str(entry.get(key) or "") for key in (spec.headline, spec.rationale))
         paths = named_paths(text)
         if paths:
             entry_id = _id(entry)

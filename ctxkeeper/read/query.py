@@ -6,12 +6,12 @@ from typing import Final
 
 from ctxkeeper.core import journal, times
 from ctxkeeper.core.errors import UsageError
-from ctxkeeper.core.model import HARDNESS, KINDS, ORIGINS, STATUSES
+from ctxkeeper.core.model import HARDNESS, KINDS, ORIGINS, STATUSES, kind_specs
 from ctxkeeper.core.scope import covers, normalize_scope, relative_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
+    from collections.abc import Callable, Iterable, Mapping, Sequence
     from datetime import datetime
 
     from ctxkeeper.core._types import JSONObject, JSONValue
@@ -19,21 +19,9 @@ if TYPE_CHECKING:
 
 DEFAULT_LIMIT: Final = 50
 MAX_LIMIT: Final = 500
-_TEXT_FIELDS: Final = (
-    "summary",
-    "problem",
-    "why_chosen",
-    "alternatives",
-    "rule",
-    "reason",
-    "name",
-    "purpose",
-    "steps",
-    "status_reason",
-)
 
 
-def _strings(arguments: Mapping[str, object], key: str, allowed: tuple[str, ...] = ()) -> list[str]:
+def _strings(arguments: Mapping[str, object], key: str, allowed: Sequence[str] = ()) -> list[str]:
     value = arguments.get(key)
     if value is None:
         return []
@@ -54,7 +42,9 @@ def _time(
 
 def _text_of(entry: Mapping[str, JSONValue]) -> str:
     parts: list[str] = []
-    for key in _TEXT_FIELDS:
+    # Every kind's own fields but its choices (hardness), and why a retired entry went.
+    own = (f.name for spec in kind_specs() for f in spec.fields if not f.choices)
+    for key in (*dict.fromkeys(own), "status_reason"):
         value = entry.get(key)
         if isinstance(value, list):
             parts.extend(str(v) for v in value)
@@ -69,7 +59,7 @@ def build_filters(
     """One predicate per argument given; an argument left out does not filter."""
     filters: list[Callable[[Mapping[str, JSONValue]], bool]] = []
 
-    def member(key: str, allowed: tuple[str, ...], field: str) -> None:
+    def member(key: str, allowed: Sequence[str], field: str) -> None:
         wanted = set(_strings(arguments, key, allowed))
         if wanted:
             filters.append(lambda e: e.get(field) in wanted)

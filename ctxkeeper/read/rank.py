@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -102,10 +103,14 @@ class _IndexCache:
         self.entries: list[JSONObject | None] = []
         """Each document's entry (None: a document an update removed)."""
         self.index = TextIndex()
+        self.builder = ""
+        """:func:`_builder` when the index was made: an index weighted otherwise is not followed."""
 
     def get(
         self, state: State, cache_dir: str | None = None
     ) -> tuple[list[JSONObject | None], TextIndex]:
+        if self.builder != _builder():
+            self.state, self.builder = None, _builder()
         if state is not self.state and not self._follow(state):
             # Let the old index go first: a server holds one index at a time, not two.
             self.index, self.state = TextIndex(), None
@@ -158,12 +163,18 @@ def state_key(state: State) -> str | None:
     if not state.source:
         return None
     skipped = ",".join(sorted(state.skipped))
-    return f"{_BUILDER}:{state.source}:{state.seq}:{state.head}:{len(state.entries)}:{skipped}"
+    return f"{_builder()}:{state.source}:{state.seq}:{state.head}:{len(state.entries)}:{skipped}"
 
 
-_BUILDER: Final = hashlib.sha256(
-    f"{__version__}{sorted(textindex.FIELD_WEIGHTS.items())}{textindex.CACHE_VERSION}".encode()
-).hexdigest()[:12]
+def _builder() -> str:
+    """What built an index: this version and the field weights (the kinds registered)."""
+    return _builder_of(tuple(sorted(textindex.FIELD_WEIGHTS.items())))
+
+
+@functools.lru_cache(maxsize=4)
+def _builder_of(weights: tuple[tuple[str, float], ...]) -> str:
+    text = f"{__version__}{list(weights)}{textindex.CACHE_VERSION}"
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 #: Changes an index follows (or a store's eighth, when more) before a rebuild is cheaper.
@@ -187,16 +198,44 @@ def get_context(store: Store, arguments: Mapping[str, object]) -> JSONObject:
 def rank(
     entries: Sequence[JSONObject | None], index: TextIndex, request: ContextQuery, *, root: str
 ) -> JSONObject:
-    """The ranking proper, separate from the store so evals and benchmarks can drive it.
+    """The ranking proper, separate from the store so evals and benchmarks can drive it:
+    score the matches, measure each one's relevance, band the answer by the best relevance
+    (confident, weak or none), and fill the token budget.
 
     :param entries: each document's entry, as the index numbers them (None: removed).
     """
     instant = request.as_of or times.now()
     by_id = {str(e["id"]): e for e in entries if e is not None}
-    rel_path = relative_path(request.path, root) if request.path else None
     query_terms = terms(coverage.normalise_query(request.query))
-    text_scores = index.score_terms(query_terms)[0] if query_terms else {}
+    asked = coverage.query_terms(request.query, index) if query_terms else []
+    scored, structural = _score(entries, index, request, query_terms, root=root, at=instant)
+    ranked = _follow(scored, by_id, request, instant)
+    rows = _relevance(ranked, structural, by_id, index, asked, by_text=bool(query_terms))
+    band = _band(rows, request, asked, index)
+    result = _fill_budget(rows, by_id, request, band)
+    result["weak_match"] = band.name == "weak"
+    result["missing"] = band.missing
+    result["unmentioned"] = band.unmentioned
+    return result
 
+
+_Scored = tuple[float, str, float]
+_Row = tuple[str, float, float, "coverage.Match"]
+
+
+def _score(
+    entries: Sequence[JSONObject | None],
+    index: TextIndex,
+    request: ContextQuery,
+    query_terms: list[str],
+    *,
+    root: str,
+    at: datetime,
+) -> tuple[dict[str, _Scored], dict[str, float]]:
+    """Each matching entry's score (text, tags, scope, nudged by status, origin and age), with
+    itself as the source of its relevance; and its structural relevance (tags or scope)."""
+    rel_path = relative_path(request.path, root) if request.path else None
+    text_scores = index.score_terms(query_terms)[0] if query_terms else {}
     # id -> (score, the entry whose coverage of the query is its relevance, share of it).
     scored: dict[str, _Scored] = {}
     structural: dict[str, float] = {}
@@ -209,7 +248,7 @@ def rank(
         text = text_scores.get(doc, 0.0)
         if text_only and text <= 0:
             continue
-        if not _eligible(entry, request, instant):
+        if not _eligible(entry, request, at):
             continue
         tag_hits = len(set(request.tags) & {str(t) for t in _list(entry.get("tags"))})
         scopes = [str(s) for s in _list(entry.get("scope"))]
@@ -222,20 +261,42 @@ def rank(
         if covered and rel_path is not None:
             # Narrower scopes say more about this file than project-wide ones.
             score += _SCOPE_BOOST * (1.0 + min(specificity(scopes, rel_path), 4) / 4)
-        score *= _secondary(entry, instant)
+        score *= _secondary(entry, at)
         entry_id = str(entry["id"])
         scored[entry_id] = (score, entry_id, 1.0)
         structural[entry_id] = _structural_relevance(tag_hits, covered)
+    return scored, structural
 
+
+def _follow(
+    scored: dict[str, _Scored],
+    by_id: Mapping[str, JSONObject],
+    request: ContextQuery,
+    instant: datetime,
+) -> list[tuple[str, _Scored]]:
+    """The matches with what they bring along (related entries, history links), best first,
+    at most :data:`MAX_RESULTS`."""
     _follow_related(scored, by_id, request, instant)
     if request.include_history:
         _add_history_links(scored, by_id, request, instant)
-    ranked = sorted(scored.items(), key=lambda item: (-item[1][0], item[0]))[:MAX_RESULTS]
-    asked = coverage.query_terms(request.query, index) if query_terms else []
+    return sorted(scored.items(), key=lambda item: (-item[1][0], item[0]))[:MAX_RESULTS]
+
+
+def _relevance(
+    ranked: list[tuple[str, _Scored]],
+    structural: Mapping[str, float],
+    by_id: Mapping[str, JSONObject],
+    index: TextIndex,
+    asked: list[coverage.QueryTerm],
+    *,
+    by_text: bool,
+) -> list[_Row]:
+    """Each ranked entry's relevance: its source's coverage of the query (read/coverage.py)
+    times the share it inherits, or, without query text, the structural relevance."""
     matches: dict[str, coverage.Match] = {}
     rows: list[_Row] = []
     for entry_id, (score, source, share) in ranked:
-        if query_terms:
+        if by_text:
             if source not in matches:
                 matches[source] = coverage.match(by_id[source], asked, index)
             relevance = matches[source].relevance * share
@@ -245,24 +306,34 @@ def rank(
             relevance = structural.get(source, 0.0) * share
             own = coverage.Match(relevance, (), ())
         rows.append((entry_id, score, relevance, own))
-    top_relevance = max((row[2] for row in rows), default=0.0)
+    return rows
+
+
+@dataclass(frozen=True)
+class _Band:
+    """How far the best match answers the query, and what it leaves out."""
+
+    top: float
+    name: str
+    """``none`` (below :data:`RELEVANCE_FLOOR`), ``weak`` (below :data:`WEAK_FLOOR`) or
+    ``confident``."""
+    withhold: bool
+    missing: list[JSONValue]
+    unmentioned: list[JSONValue]
+
+
+def _band(
+    rows: list[_Row], request: ContextQuery, asked: list[coverage.QueryTerm], index: TextIndex
+) -> _Band:
+    top = max((row[2] for row in rows), default=0.0)
     best = max(rows, key=lambda row: row[2], default=None)
     missing: list[JSONValue] = list(best[3].missing) if best is not None else []
     unmentioned: list[JSONValue] = list(
         coverage.unmentioned(tuple(str(w) for w in missing), asked, index)
     )
-    no_confident = top_relevance < RELEVANCE_FLOOR
-    band = "none" if no_confident else ("weak" if top_relevance < WEAK_FLOOR else "confident")
-    withhold = no_confident and request.abstain == "withhold"
-    result = _fill_budget(rows, by_id, request, top_relevance, no_confident, withhold=withhold)
-    result["weak_match"] = band == "weak"
-    result["missing"] = missing
-    result["unmentioned"] = unmentioned
-    return result
-
-
-_Scored = tuple[float, str, float]
-_Row = tuple[str, float, float, "coverage.Match"]
+    name = "none" if top < RELEVANCE_FLOOR else ("weak" if top < WEAK_FLOOR else "confident")
+    withhold = name == "none" and request.abstain == "withhold"
+    return _Band(top, name, withhold, missing, unmentioned)
 
 
 def _eligible(entry: Mapping[str, JSONValue], request: ContextQuery, instant: datetime) -> bool:
@@ -345,14 +416,10 @@ def _cost(item: JSONValue) -> int:
 
 
 def _fill_budget(
-    rows: list[_Row],
-    by_id: Mapping[str, JSONObject],
-    request: ContextQuery,
-    top_relevance: float,
-    no_confident: bool,
-    *,
-    withhold: bool,
+    rows: list[_Row], by_id: Mapping[str, JSONObject], request: ContextQuery, band: _Band
 ) -> JSONObject:
+    """The rows, best first, that fit the token budget (pointers only when withheld)."""
+    withhold = band.withhold
     results: list[JSONValue] = []
     dropped: list[JSONValue] = []
     spent = 0
@@ -380,8 +447,8 @@ def _fill_budget(
         results.append(item)
     return {
         "results": results,
-        "top_relevance": round(top_relevance, 4),
-        "no_confident_match": no_confident,
+        "top_relevance": round(band.top, 4),
+        "no_confident_match": band.name == "none",
         "withheld": withhold,
         "budget_truncated": bool(dropped),
         "dropped_ids": dropped,

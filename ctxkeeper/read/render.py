@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import textwrap
 
+from ctxkeeper.core.model import KINDS, kind_spec, multiline_fields
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -45,8 +47,17 @@ def visible(text: str, *, multiline: bool = False) -> str:
     return "".join(out)
 
 
-#: The field that names an entry in one line, per kind.
-HEADLINE_FIELD = {"decision": "summary", "constraint": "rule", "pipeline": "name"}
+def headline_field(entry: Mapping[str, JSONValue]) -> str:
+    """The field that names ``entry`` in one line (its kind's headline; ``id`` if no kind)."""
+    kind = entry.get("kind")
+    return kind_spec(kind).headline if isinstance(kind, str) and kind in KINDS else "id"
+
+
+def prose_fields() -> frozenset[str]:
+    """Prose fields whose line breaks are kept (as continuation lines)."""
+    return multiline_fields() | {"status_reason"}
+
+
 _LABELS = {
     "why_chosen": "why chosen",
     "status_reason": "status reason",
@@ -59,7 +70,7 @@ _LABELS = {
 
 
 def headline(entry: Mapping[str, JSONValue]) -> str:
-    return visible(str(entry.get(HEADLINE_FIELD.get(str(entry.get("kind")), "id"), "")))
+    return visible(str(entry.get(headline_field(entry), "")))
 
 
 def status_label(entry: Mapping[str, JSONValue]) -> str:
@@ -134,6 +145,7 @@ def pending_line(change: Mapping[str, JSONValue]) -> str:
 
 def block(entry: Mapping[str, JSONValue], *, fields: tuple[str, ...] | None = None) -> str:
     """A multi-line view of an entry; list fields are bulleted."""
+    prose = prose_fields()
     lines = [one_line(entry, width=200)]
     shown = fields or tuple(key for key in entry if key not in ("id", "status"))
     for key in shown:
@@ -150,12 +162,8 @@ def block(entry: Mapping[str, JSONValue], *, fields: tuple[str, ...] | None = No
             lines.append(f"  {label}:")
             lines.extend(f"    {n}. {visible(str(item))}" for n, item in enumerate(value, start=1))
         else:
-            lines.append(f"  {label}: {_value(value, multiline=key in _PROSE)}")
+            lines.append(f"  {label}: {_value(value, multiline=key in prose)}")
     return "\n".join(lines)
-
-
-# Prose fields whose line breaks are kept (as continuation lines); see model.MULTILINE_FIELDS.
-_PROSE = frozenset({"problem", "why_chosen", "reason", "purpose", "status_reason"})
 
 
 def field_diff(
@@ -166,6 +174,7 @@ def field_diff(
     Pending changes are told as one ``? proposed`` or ``= decided`` line each, not as a diff of
     the raw list.
     """
+    prose = prose_fields()
     skip = {"updated_at", "revision", "pending_changes"}
     old = before or {}
     new = after or {}
@@ -175,9 +184,9 @@ def field_diff(
             continue
         label = visible(_LABELS.get(key, key))
         if key in old:
-            lines.append(f"  - {label}: {_value(old.get(key), multiline=key in _PROSE)}")
+            lines.append(f"  - {label}: {_value(old.get(key), multiline=key in prose)}")
         if key in new:
-            lines.append(f"  + {label}: {_value(new.get(key), multiline=key in _PROSE)}")
+            lines.append(f"  + {label}: {_value(new.get(key), multiline=key in prose)}")
     lines.extend(_pending_diff(old.get("pending_changes"), new.get("pending_changes")))
     return lines
 

@@ -10,6 +10,7 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Final
 
+from ctxkeeper.core.model import FieldWeights
 from ctxkeeper.core.text import NEGATION, terms
 
 TYPE_CHECKING = False
@@ -19,20 +20,9 @@ if TYPE_CHECKING:
     from ctxkeeper.core._types import JSONValue
 
 #: How much a term counts by the field it appears in: the field that states what the entry is
-#: (summary, rule, name) and its tags outweigh the rationale (DESIGN.md, issue 4).
-FIELD_WEIGHTS: Final = {
-    "summary": 3.0,
-    "rule": 3.0,
-    "name": 3.0,
-    "tags": 2.5,
-    "problem": 1.5,
-    "purpose": 1.5,
-    "scope": 1.0,
-    "why_chosen": 1.0,
-    "reason": 1.0,
-    "steps": 0.8,
-    "alternatives": 0.6,
-}
+#: (summary, rule, name) and its tags outweigh the rationale (DESIGN.md, issue 4). The kinds'
+#: fields weigh what their spec says (``FieldSpec.search_weight`` in core/model.py).
+FIELD_WEIGHTS: Final = FieldWeights(lambda spec: spec.search_weight, {"tags": 2.5, "scope": 1.0})
 _K1: Final = 1.2
 _B: Final = 0.6
 _MIN_PREFIX: Final = 4

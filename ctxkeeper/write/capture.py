@@ -9,10 +9,10 @@ from ctxkeeper.core.errors import PreviouslyRejectedError
 from ctxkeeper.core.model import clean_fields
 from ctxkeeper.core.secretscan import check_fields
 from ctxkeeper.core.text import fingerprint
+from ctxkeeper.write.candidates import shortlist
 from ctxkeeper.write.similarity import (
     matching_tombstone,
     possible_supersession,
-    shortlist,
     similar_entries,
     statement,
 )
