@@ -462,6 +462,7 @@ def _table() -> list[
                     "no_confident_match": {"type": "boolean"},
                     "weak_match": {"type": "boolean"},
                     "missing": _A,
+                    "common_words_only": _A,
                     "budget_truncated": {"type": "boolean"},
                     "dropped_ids": _A,
                 },

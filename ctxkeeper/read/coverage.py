@@ -17,6 +17,10 @@ What counts, and why (each choice measured leave-one-project-out, evals/README.m
 - A prefix or stem variant ("deploy" / "deployer") earns part credit.
 - Filler, words that say how a question is asked rather than what it is about ("safe", "just",
   "way", "currently"), weighs less and is never distinctive.
+- An entry's ``asked_as`` phrasings (how people ask for it, written when it was recorded)
+  count in full, like its headline: a question in a teammate's words is covered by the words
+  the recorder expected them to use (issue 26). Counting the phrasings' words with the entry's
+  own beat counting each phrasing on its own, leave-one-project-out (evals/asked_as_study.py).
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ if TYPE_CHECKING:
 #: rejected) and ``scope`` (paths) do not count: a word found only there does not make the
 #: entry about it. Chosen leave-one-project-out (evals/README.md, evals/signal_study.py).
 FIELD_CREDIT: Final[Mapping[str, float]] = FieldWeights(
-    lambda spec: spec.coverage_credit, {"tags": 1.0}
+    lambda spec: spec.coverage_credit, {"tags": 1.0, "asked_as": 1.0}
 )
 #: Credit for a query term the entry holds only as a prefix or stem variant.
 VARIANT_CREDIT: Final = 0.5

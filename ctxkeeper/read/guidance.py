@@ -94,6 +94,12 @@ def context_note(result: Mapping[str, JSONValue], *, truncated: bool) -> str:
     else:
         head = "nothing matched"
     sentences = [head, *missing_sentences(result)]
+    common = _strings(result.get("common_words_only"))
+    if common and results:
+        sentences.append(
+            f"the best match shares only common words with the question ({listed(common, 'and')}): "
+            "judge whether it answers it"
+        )
     proposed = sum(1 for item in results if item.get("status") == "proposed")
     if proposed:
         sentences.append(

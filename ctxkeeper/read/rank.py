@@ -33,6 +33,11 @@ if TYPE_CHECKING:
 #: leave-one-project-out false abstention stays within 5% (a wrong "nothing here" costs more
 #: than a flagged weak answer); `run_evals.py --gate` fails when it goes stale.
 RELEVANCE_FLOOR: Final = 0.225  # dec-022-0644 (picked leave-one-project-out)
+#: The same floor for a best match that has ``asked_as`` phrasings: they add words, so they lift
+#: the coverage of a near miss as well as of an answer, and the floor picked the same way on the
+#: projects' phrasings is higher (evals/asked_as_study.py). Stores grow phrasings entry by
+#: entry, so the floor follows the entry, not the store.
+ASKED_AS_FLOOR: Final = 0.255
 #: Between RELEVANCE_FLOOR and this, the best match is labelled ``weak_match``: related, but it
 #: may not answer the question. The floor below which a quarter of answerable eval questions fall.
 WEAK_FLOOR: Final = 0.4
@@ -211,11 +216,12 @@ def rank(
     scored, structural = _score(entries, index, request, query_terms, root=root, at=instant)
     ranked = _follow(scored, by_id, request, instant)
     rows = _relevance(ranked, structural, by_id, index, asked, by_text=bool(query_terms))
-    band = _band(rows, request, asked, index)
+    band = _band(rows, by_id, request, asked, index)
     result = _fill_budget(rows, by_id, request, band)
     result["weak_match"] = band.name == "weak"
     result["missing"] = band.missing
     result["unmentioned"] = band.unmentioned
+    result["common_words_only"] = band.common_only
     return result
 
 
@@ -315,15 +321,23 @@ class _Band:
 
     top: float
     name: str
-    """``none`` (below :data:`RELEVANCE_FLOOR`), ``weak`` (below :data:`WEAK_FLOOR`) or
-    ``confident``."""
+    """``none`` (below :data:`RELEVANCE_FLOOR`, or :data:`ASKED_AS_FLOOR`), ``weak`` (below
+    :data:`WEAK_FLOOR`) or ``confident``."""
     withhold: bool
     missing: list[JSONValue]
     unmentioned: list[JSONValue]
+    common_only: list[JSONValue]
+    """The words the best match shares with the query when none of them is distinctive (it
+    covers the question only through words many entries hold): the reading model's cue to
+    judge the answer, which the floor cannot (issue 26). Empty otherwise."""
 
 
 def _band(
-    rows: list[_Row], request: ContextQuery, asked: list[coverage.QueryTerm], index: TextIndex
+    rows: list[_Row],
+    by_id: Mapping[str, JSONObject],
+    request: ContextQuery,
+    asked: list[coverage.QueryTerm],
+    index: TextIndex,
 ) -> _Band:
     top = max((row[2] for row in rows), default=0.0)
     best = max(rows, key=lambda row: row[2], default=None)
@@ -331,9 +345,17 @@ def _band(
     unmentioned: list[JSONValue] = list(
         coverage.unmentioned(tuple(str(w) for w in missing), asked, index)
     )
-    name = "none" if top < RELEVANCE_FLOOR else ("weak" if top < WEAK_FLOOR else "confident")
+    floor = RELEVANCE_FLOOR
+    if best is not None and by_id.get(best[0], {}).get("asked_as"):
+        floor = ASKED_AS_FLOOR
+    name = "none" if top < floor else ("weak" if top < WEAK_FLOOR else "confident")
     withhold = name == "none" and request.abstain == "withhold"
-    return _Band(top, name, withhold, missing, unmentioned)
+    matched = set(best[3].matched) if best is not None else set()
+    distinctive = any(item.distinctive for item in asked if item.word in matched)
+    common_only: list[JSONValue] = (
+        [item.word for item in asked if item.word in matched] if matched and not distinctive else []
+    )
+    return _Band(top, name, withhold, missing, unmentioned, common_only)
 
 
 def _eligible(entry: Mapping[str, JSONValue], request: ContextQuery, instant: datetime) -> bool:

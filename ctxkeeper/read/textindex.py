@@ -22,7 +22,12 @@ if TYPE_CHECKING:
 #: How much a term counts by the field it appears in: the field that states what the entry is
 #: (summary, rule, name) and its tags outweigh the rationale (DESIGN.md, issue 4). The kinds'
 #: fields weigh what their spec says (``FieldSpec.search_weight`` in core/model.py).
-FIELD_WEIGHTS: Final = FieldWeights(lambda spec: spec.search_weight, {"tags": 2.5, "scope": 1.0})
+#: ``asked_as`` (how people ask for the entry, written when it was recorded: issue 26) weighs
+#: as what the entry is about.
+ASKED_AS_WEIGHT: Final = 3.0
+FIELD_WEIGHTS: Final = FieldWeights(
+    lambda spec: spec.search_weight, {"tags": 2.5, "asked_as": ASKED_AS_WEIGHT, "scope": 1.0}
+)
 _K1: Final = 1.2
 _B: Final = 0.6
 _MIN_PREFIX: Final = 4
