@@ -95,8 +95,10 @@ def main(argv: list[str] | None = None) -> int:
         f"Held-out corpus: {sum(len(v) for v in fresh_corpus.values())} entries in "
         f"{len(fresh_corpus)} projects; cases: " + ", ".join(f"{n} {k}" for k, n in counts.items())
     )
-    print(f"Shipped floors: RELEVANCE_FLOOR = {rank.RELEVANCE_FLOOR}, ", end="")
-    print(f"WEAK_FLOOR = {rank.WEAK_FLOOR}\n")
+    print(
+        f"Shipped floors: RELEVANCE_FLOOR = {rank.RELEVANCE_FLOOR}, ASKED_AS_FLOOR = "
+        f"{rank.ASKED_AS_FLOOR}, WEAK_FLOOR = {rank.WEAK_FLOOR}\n"
+    )
     print("\n".join(table(columns)))
     return 0
 
