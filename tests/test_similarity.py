@@ -16,6 +16,9 @@ from ctxkeeper.write.similarity import (
     similar_entries,
     statement,
 )
+from ctxkeeper.write.similarity import (
+    similarity as entry_similarity,
+)
 
 Entry = dict[str, object]
 
@@ -409,6 +412,10 @@ class TestTombstoneRestatements:
             pytest.param(
                 "Never call the payment provider without an idempotncy key", id="typo-long-word"
             ),
+            pytest.param(
+                "Every request to the payment gateway must carry an idempotency key",
+                id="synonyms",
+            ),
         ],
     )
     def test_restatement_is_refused(self, restated: str) -> None:
@@ -423,6 +430,26 @@ class TestTombstoneRestatements:
             entry_id="new",
         )
         assert matching_tombstone(reversal, [tombstone]) is None
+
+    def test_synonyms_reach_only_the_tombstone_path(self) -> None:
+        """Synonyms make a restatement of a retired rule match it; they do not make two rules
+        about different things alike (the control), nor change similarity between live
+        entries, which reports only what the words share."""
+        tombstone = con(PAYMENT_RULE, PAYMENT_REASON, status="deprecated", entry_id="con-001-dead")
+        restated = con(
+            "Every request to the payment gateway must carry an idempotency key",
+            PAYMENT_REASON,
+            entry_id="new",
+        )
+        other = con(
+            "Every request to the search gateway must carry a tenant header",
+            "Without the tenant header, one customer's queries read another's index.",
+            entry_id="new",
+        )
+        assert matching_tombstone(restated, [tombstone]) is not None
+        assert matching_tombstone(other, [tombstone]) is None
+        live = {**tombstone, "status": "active"}
+        assert entry_similarity(restated, live) < TOMBSTONE_THRESHOLD
 
     def test_fronted_condition_is_one_clause(self) -> None:
         assert polarity._parts("without a key, never call x") == ["without a key never call x"]

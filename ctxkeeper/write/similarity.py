@@ -19,6 +19,7 @@ from ctxkeeper.core.model import KINDS, LIVE_STATUSES, TOMBSTONE_STATUSES, KindT
 from ctxkeeper.core.scope import normalize_scope, scope_covers
 from ctxkeeper.core.text import STOPWORDS, comparable, fingerprint, stem, terms
 from ctxkeeper.write.polarity import NEGATORS, SIDES, number_token, polarity_conflict
+from ctxkeeper.write.synonyms import synonym_in
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -293,7 +294,8 @@ def _vocabulary(text: str) -> frozenset[str]:
 
 
 def _spelled_like(entry: Mapping[str, object], other: Mapping[str, object]) -> dict[str, object]:
-    """``entry`` with each obvious misspelling of a word of ``other`` replaced by that word."""
+    """``entry`` with each obvious misspelling of a word of ``other``, and each word of a
+    synonym class ``other`` also uses (write/synonyms.py), replaced by that word."""
     vocabulary = _vocabulary(entry_text(other))
     fields = (
         *_PRIMARY.get(str(entry.get("kind")), ()),
@@ -307,7 +309,8 @@ def _spelled_like(entry: Mapping[str, object], other: Mapping[str, object]) -> d
 
         def repair(match: re.Match[str]) -> str:
             word = match.group()
-            return _typo_of(word.lower(), vocabulary) or word
+            lower = word.lower()
+            return _typo_of(lower, vocabulary) or synonym_in(lower, vocabulary) or word
 
         fixed[field] = _WORD.sub(repair, _comparable(value))
     return fixed
