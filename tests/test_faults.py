@@ -200,11 +200,10 @@ def _commit(fire: Callable[[], bool], rng: random.Random) -> None:
         state: State,
         manual: list[JSONObject],
         events: list[JSONObject],
-        gate: Callable[[], None] | None,
     ) -> list[JSONObject]:
         if fire():
             _die()
-        return real(self, state, manual, events, gate)
+        return real(self, state, manual, events)
 
     Store._commit = patched  # type: ignore[method-assign]
 

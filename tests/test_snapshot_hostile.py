@@ -28,7 +28,6 @@ from ctxkeeper.write.exchange import export_snapshot, import_snapshot
 from ctxkeeper.write.verbs import agent_actor, record_entry, update_entry, user_actor
 from tests.conftest import (
     REPO_ROOT,
-    check_every_import_elsewhere,
     constraint_fields,
     decision_fields,
     pipeline_fields,
@@ -36,7 +35,7 @@ from tests.conftest import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
     from pathlib import Path
 
     from ctxkeeper.mcp.tooldef import ToolSpec
@@ -51,19 +50,6 @@ AWS_KEY_ID = "AKIA" + "".join(_RANDOM.choice(_BASE32) for _ in range(16))
 GITHUB_TOKEN = "ghp_" + "".join(_RANDOM.choice(_ALNUM) for _ in range(36))
 NEW_ID = "con-009-beef"
 NEW_EVENT = "00000000deadbeef"
-
-
-@pytest.fixture(autouse=True, params=["checked-here", "checked-elsewhere"])
-def checks_where(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """Every case twice: checked in this process, as a small file is, and in the second
-    process a large file's checks run in (every file counts as large), so each refusal is
-    the same from either."""
-    if request.param == "checked-here":
-        yield str(request.param)
-        return
-    here = check_every_import_elsewhere(monkeypatch)
-    yield str(request.param)
-    assert here == [], "the second process gave no verdict; the checks ran here instead"
 
 
 # -- helpers ------------------------------------------------------------------------------

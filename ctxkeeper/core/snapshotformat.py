@@ -275,15 +275,8 @@ def _strings(path: str, value: JSONValue) -> Iterable[tuple[str, str]]:
 # -- reading ------------------------------------------------------------------------------
 
 
-def parse(data: bytes, path: str, *, checked: bool = True) -> Snapshot:
-    """Read and check a snapshot; raise :class:`SnapshotError` naming the first bad line.
-
-    :param checked: False, for an import whose checks run in another process while this one
-        merges (see :mod:`ctxkeeper.write.importcheck`), holds only what keeps that merge's
-        work bounded: one object per line and at most :data:`MAX_PARENTS` parents per event.
-        The merge may then fail on anything else, with any exception, which the import
-        answers with the checks' verdict; nothing is written before it (dec-028-9044).
-    """
+def parse(data: bytes, path: str) -> Snapshot:
+    """Read and check a snapshot; raise :class:`SnapshotError` naming the first bad line."""
     if len(data) > MAX_BYTES:
         raise SnapshotError(path, None, f"{len(data)} bytes is over the {MAX_BYTES}-byte limit")
     snapshot = Snapshot()
@@ -292,16 +285,14 @@ def parse(data: bytes, path: str, *, checked: bool = True) -> Snapshot:
     for number, line in _lines(data):
         try:
             value = _line_value(line, path, number)
-            header = _read_line(snapshot, value, path, number, strings, checked) or header
+            header = _read_line(snapshot, value, path, number, strings) or header
         except SnapshotError as exc:
             raise _masked(exc, path, number) from None
     if not header:
         raise SnapshotError(
             path, None, f"not a ctxkeeper snapshot (no {{{HEADER_KEY!r}: ...}} header line)"
         )
-    hit = (
-        _secret_hit(snapshot.entries, list(snapshot.events.values()), strings) if checked else None
-    )
+    hit = _secret_hit(snapshot.entries, list(snapshot.events.values()), strings)
     if hit:
         raise SnapshotError(path, hit[0], f"{hit[1]}; remove it from the file before importing")
     return snapshot
@@ -372,7 +363,7 @@ def _line_value(line: str | bytes, path: str, number: int) -> JSONValue:
 
 
 def _read_line(
-    snapshot: Snapshot, line: JSONValue, path: str, number: int, strings: set[str], checked: bool
+    snapshot: Snapshot, line: JSONValue, path: str, number: int, strings: set[str]
 ) -> bool:
     """Check one line's value and add what it holds to ``snapshot``; True for the header."""
     key, value = _object(line, path, number)
@@ -380,12 +371,11 @@ def _read_line(
         _check_version(value, path, number)
         return True
     if key == ENTRY_KEY:
-        entry = _checked_entry(value, path, number, checked)
-        if checked:
-            _collect(entry.values(), strings)
+        entry = _checked_entry(value, path, number)
+        _collect(entry.values(), strings)
         snapshot.entries.append((number, entry))
         return False
-    _add_event(snapshot, _checked_event(value, path, number, strings, checked), path, number)
+    _add_event(snapshot, _checked_event(value, path, number, strings), path, number)
     return False
 
 
@@ -467,11 +457,9 @@ def _check_version(value: JSONValue, path: str, number: int) -> None:
         )
 
 
-def _checked_entry(value: JSONValue, path: str, number: int, checked: bool) -> JSONObject:
+def _checked_entry(value: JSONValue, path: str, number: int) -> JSONObject:
     if not isinstance(value, dict):
         raise SnapshotError(path, number, "an entry must be an object")
-    if not checked:
-        return value
     problems = stored_problems(value)
     for name in ("created_at", "updated_at"):
         problem = times.stored_time_problem(value.get(name))
@@ -503,21 +491,15 @@ def _deeper(value: JSONValue, limit: int) -> bool:
     return False
 
 
-def _checked_event(
-    value: JSONValue, path: str, number: int, strings: set[str], checked: bool
-) -> JSONObject:
+def _checked_event(value: JSONValue, path: str, number: int, strings: set[str]) -> JSONObject:
     """An event line's value, checked; adds the strings of its ``after`` and ``reason`` to
-    ``strings`` (collected while the entry's shape is checked, not in a second walk).
-    ``checked`` False holds only its number of parents (see :func:`parse`)."""
+    ``strings`` (collected while the entry's shape is checked, not in a second walk)."""
 
     def fail(detail: str) -> SnapshotError:
         return SnapshotError(path, number, detail)
 
     if not isinstance(value, dict):
         raise fail("a journal event must be an object")
-    if not checked:
-        _bounded_parents(value, fail)
-        return value
     if not _EVENT_KEYS.issuperset(value):
         unknown = sorted(set(value) - _EVENT_KEYS)
         raise fail(f"unknown event field {', '.join(map(repr, unknown))}")

@@ -421,12 +421,7 @@ class Store:
                 _hold_for_review(txn, held, dict(audit_actor or self.writer or HAND_EDIT_ACTOR))
             yield txn
             plain = not (
-                manual
-                or observed
-                or txn.redact
-                or txn.snapshot_read
-                or txn.gate
-                or audit_actor is not None
+                manual or observed or txn.redact or txn.snapshot_read or audit_actor is not None
             )
             if _WRITE_BEHIND[0] and txn.events and plain and txn.export_to is None:
                 self._defer(state, behind, deferred, self._append(state, [], txn.events))
@@ -435,11 +430,7 @@ class Store:
                 return
             _DEFERRED.pop(self.dir, None)
             wrote = bool(txn.events or manual or observed or behind)
-            if not wrote and txn.gate is not None:
-                txn.gate()
-            committed = (
-                self._commit(state, [*observed, *manual], txn.events, txn.gate) if wrote else []
-            )
+            committed = self._commit(state, [*observed, *manual], txn.events) if wrote else []
             if unrecorded is not None:
                 # Once committed (a refused write leaves no file behind): the journal holds
                 # this policy now, so no later write looks again.
@@ -605,10 +596,9 @@ class Store:
         state: State,
         manual: list[JSONObject],
         events: list[JSONObject],
-        gate: Callable[[], None] | None,
     ) -> list[JSONObject]:
         """Append the records to the journal, then write the entries; return the records."""
-        records = self._append(state, manual, events, gate)
+        records = self._append(state, manual, events)
         try:
             self._write_entries(state)
         except (OSError, StoreError) as exc:
@@ -627,10 +617,8 @@ class Store:
         state: State,
         manual: list[JSONObject],
         events: list[JSONObject],
-        gate: Callable[[], None] | None = None,
     ) -> list[JSONObject]:
-        """Append the records to the journal durably and fold them into ``state``; ``gate``
-        is called once they are sealed, before anything is written (raising stops it)."""
+        """Append the records to the journal durably and fold them into ``state``."""
         jpath = self.path(JOURNAL_FILE)
         records: list[JSONObject] = []
         lines: list[bytes] = []
@@ -641,8 +629,6 @@ class Store:
                 seq, head = int(str(chained[-1][0]["seq"])), str(chained[-1][0]["hash"])
                 records.extend(record for record, _line in chained)
                 lines.extend(line for _record, line in chained)
-        if gate is not None:
-            gate()
         if records:
             data = b"".join(lines)
             size = journalfile.identity(jpath)
@@ -818,9 +804,6 @@ class Transaction:
         self.snapshot_read: tuple[str, str] | None = None
         """A snapshot file and the digest of the bytes this transaction imported from it:
         remembered as seen once committed, so it is exported over and not imported again."""
-        self.gate: Callable[[], None] | None = None
-        """Called once the records are sealed, before anything is written; what it raises
-        stops the write (an import's checks running in another process)."""
 
     def get(self, entry_id: str) -> JSONObject:
         entry = self.entries.get(entry_id)

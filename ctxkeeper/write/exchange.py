@@ -34,7 +34,6 @@ from ctxkeeper.core.snapshot import default_path, digest, holds, untouched
 from ctxkeeper.core.snapshotformat import Snapshot, event_order, normal_entry, parse, same_event
 from ctxkeeper.core.snapshotpatch import CannotPatchError, line_key
 from ctxkeeper.write import heldback
-from ctxkeeper.write.importcheck import Checker
 from ctxkeeper.write.similarity import matching_tombstone
 
 TYPE_CHECKING = False
@@ -145,23 +144,9 @@ def _no_cycle_collection() -> Iterator[None]:
 def _import(
     store: Store, read: tuple[str, str], data: bytes, actor: JSONObject, vouch: bool
 ) -> JSONObject:
-    """Import ``data``, the bytes of the file ``read`` names with their digest."""
-    # A large file's checks run in another process while this one merges and seals, and
-    # nothing is written before their verdict (dec-028-9044).
-    source = read[0]
-    checker = Checker.start(source, data, read[1])
-    if checker is None:
-        return _merged(store, read, data, parse(data, source), (actor, vouch), None)
-    try:
-        snapshot = parse(data, source, checked=False)
-        return _merged(store, read, data, snapshot, (actor, vouch), checker)
-    except Exception:
-        # The unchecked file may have failed the merge anywhere: the checks' verdict names
-        # the first bad line, as the checks run in line order here would have.
-        checker.verdict()
-        raise
-    finally:
-        checker.close()
+    """Import ``data``, the bytes of the file ``read`` names with their digest: every check
+    runs on them before the merge sees any of it."""
+    return _merged(store, read, data, parse(data, read[0]), (actor, vouch))
 
 
 def _merged(
@@ -170,12 +155,10 @@ def _merged(
     data: bytes,
     snapshot: Snapshot,
     who: tuple[JSONObject, bool],
-    checker: Checker | None,
 ) -> JSONObject:
     source = read[0]
     kept = os.path.isfile(heldback.held_path(store))
     with store.transaction() as tx:
-        tx.gate = checker.verdict if checker is not None else None
         report = _merge(store, tx, snapshot, source, who)
         held = _HELD.pop(id(tx), [])
         tx.snapshot_read = read
