@@ -12,7 +12,6 @@ is checked against the model, and an error names its line.
 
 from __future__ import annotations
 
-import functools
 import json
 import json.scanner
 import re
@@ -522,7 +521,7 @@ def _checked_event(value: JSONValue, path: str, number: int, strings: set[str]) 
     at = value.get("at")
     if not isinstance(at, str):
         raise fail("at must be a time string")
-    problem = _at_problem(at)
+    problem = _time_problem(at)
     if problem:
         raise fail(problem)
     _check_actor(value.get("actor"), fail)
@@ -646,18 +645,6 @@ def _time_problem(at: str) -> str | None:
     except CtxkeeperError as exc:
         return str(exc)
     return None
-
-
-#: Events of one entry and of one session often share a time: each distinct time of a
-#: plausible length is read once (the verdict is the text's alone); a longer one every time,
-#: so a hostile file cannot fill the cache with megabyte-long times.
-_cached_time_problem: Final = functools.lru_cache(maxsize=1 << 16)(_time_problem)
-
-
-def _at_problem(at: str) -> str | None:
-    if times.sound_canonical(at):
-        return None  # the form every clone writes, read without the general parser
-    return _cached_time_problem(at) if len(at) <= 64 else _time_problem(at)
 
 
 def _check_digest(value: JSONValue, fail: Callable[[str], SnapshotError]) -> None:
