@@ -14,12 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxkeeper.core import journal, secretscan, snapshotformat, teamlog
+from ctxkeeper.core import secretscan, snapshotformat
 from ctxkeeper.core.errors import SnapshotError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ctxkeeper.core._types import JSONObject, JSONValue
+    from ctxkeeper.core._types import JSONValue
 
 PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 #: Text around and inside secrets: rule hints, separators, the markers sealing splices with.
@@ -54,11 +54,6 @@ FRAGMENTS = st.sampled_from(
     ]
 )
 TEXTS = st.lists(st.one_of(FRAGMENTS, st.text(max_size=12)), max_size=8).map("".join)
-VALUES: st.SearchStrategy[JSONValue] = st.recursive(
-    st.none() | st.booleans() | st.integers() | TEXTS,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXTS, inner, max_size=3),
-    max_leaves=8,
-)
 
 
 @PROPS
@@ -75,23 +70,6 @@ def test_secret_kinds_finds_each_secret_beside_clean_text() -> None:
     kinds = secretscan.secret_kinds(texts)
     assert kinds == {f"the CI uses {token}": "GitHub token", token + " again": "GitHub token"}
     assert "plain words" not in kinds  # the control: present texts, absent verdicts
-
-
-def _event(
-    after: JSONValue, before: JSONValue, reason: JSONValue, **extra: JSONValue
-) -> JSONObject:
-    event = journal.make_event(
-        op="update",
-        entry_id="con-001-abcd",
-        before=before,
-        after=after,
-        actor={"origin": "user", "user": "tester"},
-        reason=None,
-        at="2026-11-30T09:15:00Z",
-    )
-    event["reason"] = reason
-    event.update(extra)
-    return event
 
 
 def _snapshot(at: str) -> bytes:
@@ -119,37 +97,6 @@ def test_a_bad_event_time_is_refused_every_time_it_is_read() -> None:
         assert caught.value.line == 2
     long_time = "2026-11-30T09:15:00Z" + " " * 100  # past the cache's length: read each time
     assert "0123456789abcdef" in snapshotformat.parse(_snapshot(long_time), "/x/snap").events
-
-
-def _deep_sorted(value: JSONValue) -> JSONValue:
-    if isinstance(value, dict):
-        return {key: _deep_sorted(value[key]) for key in sorted(value)}
-    if isinstance(value, list):
-        return [_deep_sorted(item) for item in value]
-    return value
-
-
-@PROPS
-@given(
-    st.one_of(st.none(), st.dictionaries(TEXTS, VALUES, max_size=4)),
-    st.one_of(st.none(), TEXTS),
-    st.booleans(),
-    st.booleans(),
-)
-def test_event_line_is_the_sorted_spelling_of_the_event(
-    after: JSONObject | None, reason: str | None, purged: bool, spelled: bool
-) -> None:
-    event = _event(journal.redacted(after) if purged else after, None, reason)
-    event["parents"] = ["0123456789abcdef"]
-    # The mark's own text inside the event: the line is then encoded without splicing.
-    user = snapshotformat._LINE_MARK if spelled else "tester"
-    event["actor"] = {"user": user, "origin": "user"}
-    names = [*teamlog.EVENT_FIELDS]
-    expected = {name: _deep_sorted(event.get(name)) for name in names}
-    line = snapshotformat.event_line(event)
-    reference = json.dumps({"journal": expected}, ensure_ascii=False, separators=(",", ":"))
-    assert line == reference.encode()
-    assert json.loads(line)["journal"]["after"] == event["after"]
 
 
 #: What a Discord bot token's text is made of, in both cases, beside look-alikes that fold

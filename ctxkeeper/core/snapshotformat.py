@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import json.scanner
 import re
-import secrets
 from dataclasses import dataclass, field
 from typing import Final, cast
 
@@ -104,25 +103,8 @@ def entry_line(entry: Mapping[str, JSONValue]) -> bytes:
 
 
 def event_line(event: Mapping[str, JSONValue]) -> bytes:
-    """An event's line, without its newline.
-
-    Its ``after`` (most of its bytes) is spelled with every object's keys sorted, which is the
-    journal's canonical encoding: it is encoded so directly, rather than copied sorted first,
-    and spliced in where a mark stood while the rest was encoded (the bytes are the same)."""
-    after = event.get("after")
-    if not isinstance(after, dict):
-        return _encode({EVENT_KEY: normal_event(event)})
-    line = _encode({EVENT_KEY: normal_event({**event, "after": _LINE_MARK})})
-    if line.count(_LINE_MARK_BYTES) != 1:  # the mark's text is in the event itself
-        return _encode({EVENT_KEY: normal_event(event)})
-    return line.replace(_LINE_MARK_BYTES, journal.canonical(after))
-
-
-#: Stands in for an event's ``after`` while the rest of its line is encoded: a control
-#: character and a per-process random nonce, so an event can hold its text only by chance,
-#: and then the count above shows it.
-_LINE_MARK: Final = "\x00" + secrets.token_hex(16)
-_LINE_MARK_BYTES: Final = json.dumps(_LINE_MARK).encode()
+    """An event's line, without its newline."""
+    return _encode({EVENT_KEY: normal_event(event)})
 
 
 def normal_entry(entry: Mapping[str, JSONValue]) -> JSONObject:
