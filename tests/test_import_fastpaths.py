@@ -18,8 +18,6 @@ from ctxkeeper.core import secretscan, snapshotformat
 from ctxkeeper.core.errors import SnapshotError
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from ctxkeeper.core._types import JSONValue
 
 PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 #: Text around and inside secrets: rule hints, separators, the markers sealing splices with.
@@ -121,60 +119,6 @@ def test_the_discord_gate_admits_every_text_its_pattern_matches(left: str, right
     assert secretscan.secret_kinds([token, "A sentence. Another one."]) == {
         token: "Discord bot token"
     }
-
-
-#: Lines a snapshot may hold: sound and broken JSON, blanks of every kind, a byte-order mark,
-#: escapes, an object and values that are not one, trailing whitespace json.loads allows.
-_LINE_PIECES = st.sampled_from(
-    [
-        '{"entry":{"id":"con-001-abcd"}}',
-        '{"journal":1}',
-        "{",
-        "}",
-        "[1]",
-        '"x"',
-        " ",
-        "\t",
-        "\r",
-        "\x0b",
-        "\x0c",
-        "\x1c",
-        "\xa0",
-        "\u2028",
-        "\ufeff",
-        "\x00",
-        '\\"',
-        "\\u0041",
-        "é",
-        "1e999",
-        "9" * 30,
-    ]
-)
-
-
-@PROPS
-@given(st.lists(st.lists(_LINE_PIECES, max_size=4).map("".join), max_size=6))
-def test_lines_read_from_the_decoded_file_are_read_as_bytes_are(texts: list[str]) -> None:
-    data = "\n".join(texts).encode("utf-8", "surrogatepass")
-    as_text = list(snapshotformat._lines(data))
-    # The bytes path is what a file that is not UTF-8 throughout takes.
-    as_bytes = [
-        (number, raw)
-        for number, raw in enumerate(data.split(b"\n"), start=1)
-        if raw and not raw.isspace()
-    ]
-    assert [(number, line) for number, line in as_text] == [
-        (number, raw.decode("utf-8", "surrogatepass")) for number, raw in as_bytes
-    ]
-    for (number, line), (_, raw) in zip(as_text, as_bytes, strict=True):
-        assert _read(line, number) == _read(raw, number)
-
-
-def _read(line: str | bytes, number: int) -> tuple[str, JSONValue]:
-    try:
-        return "value", snapshotformat._line_value(line, "/x/snap", number)
-    except SnapshotError as exc:
-        return "error", str(exc)
 
 
 def test_a_file_that_is_not_utf8_names_its_bad_line() -> None:

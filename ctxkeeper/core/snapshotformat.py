@@ -13,10 +13,9 @@ is checked against the model, and an error names its line.
 from __future__ import annotations
 
 import json
-import json.scanner
 import re
 from dataclasses import dataclass, field
-from typing import Final, cast
+from typing import Final
 
 from ctxkeeper.core import journal, secretscan, times
 from ctxkeeper.core.errors import CtxkeeperError, SnapshotError
@@ -292,55 +291,39 @@ def _masked(error: SnapshotError, path: str, number: int) -> SnapshotError:
     )
 
 
-def _lines(data: bytes) -> Iterator[tuple[int, str | bytes]]:
-    """The file's non-blank lines, numbered. A file that is UTF-8 throughout (as every export
-    is) is decoded once and its lines are text; otherwise they stay bytes, and each is decoded
-    on its own, so the one that is not UTF-8 is named."""
-    try:
-        text = data.decode("utf-8", "surrogatepass")  # as json.loads decodes UTF-8
-    except UnicodeDecodeError:
-        for number, raw in enumerate(data.split(b"\n"), start=1):
-            if raw and not raw.isspace():  # as raw.strip() is empty, without copying the line
-                yield number, raw
-        return
-    for number, line in enumerate(text.split("\n"), start=1):
-        if line and (line[0] == "{" or not _BLANK.fullmatch(line)):
-            yield number, line
+def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """The file's non-blank lines, numbered."""
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if raw.strip():
+            yield number, raw
 
 
-def _line_value(line: str | bytes, path: str, number: int) -> JSONValue:
+def _line_value(line: bytes, path: str, number: int) -> JSONValue:
     """A line's JSON value, after its size and a merge's conflict markers are checked."""
-    size = len(line)
-    if isinstance(line, str) and size * 4 > MAX_LINE_BYTES:  # its bytes could be over
-        size = len(line.encode("utf-8", "surrogatepass"))
-    if size > MAX_LINE_BYTES:
+    if len(line) > MAX_LINE_BYTES:
         raise SnapshotError(
-            path, number, f"line of {size} bytes is over the {MAX_LINE_BYTES}-byte limit"
+            path, number, f"line of {len(line)} bytes is over the {MAX_LINE_BYTES}-byte limit"
         )
-    if (
-        line.startswith(_CONFLICT_MARKERS)
-        if isinstance(line, bytes)
-        else line.startswith(_CONFLICT_TEXTS)
-    ):
+    if line.startswith(_CONFLICT_MARKERS):
         raise SnapshotError(
             path,
             number,
             "a merge left a conflict marker here; keep both sides' lines and delete the "
             "marker lines (run `ctxkeeper init` so git merges this file with its union merge)",
         )
-    if isinstance(line, str) and line[:1] == "{" and line[1:2] != "\x00":
-        # The common line, read by the decoder's scanner directly; anything it does not read
-        # to the end goes the long way below, for the error json.loads would give.
-        try:
-            value, end = _SCAN(line, 0)
-        except (StopIteration, ValueError, RecursionError):
-            pass
-        else:
-            trailing = _TRAILING.match(line, end)  # always matches, if only the empty text
-            if end == len(line) or (trailing is not None and trailing.end() == len(line)):
-                return value
-    raw = line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass")
-    return _loaded(raw, path, number)
+    try:
+        value: JSONValue = json.loads(line)
+    except UnicodeDecodeError:
+        raise SnapshotError(path, number, "line is not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise SnapshotError(
+            path, number, f"line is not JSON ({exc.msg} at column {exc.colno}; cut off?)"
+        ) from None
+    except RecursionError:
+        raise SnapshotError(path, number, "line nests arrays or objects too deeply") from None
+    except ValueError:  # an integer past the interpreter's digit limit (int_max_str_digits)
+        raise SnapshotError(path, number, "line holds a number with too many digits") from None
+    return value
 
 
 def _read_line(
@@ -374,45 +357,6 @@ def _add_event(snapshot: Snapshot, event: JSONObject, path: str, number: int) ->
     if seen is None or _redactions(event) > _redactions(seen[1]):
         # A purged copy beside a teammate's full one (a union merge): the text stays out.
         snapshot.events[event_id] = (number, event)
-
-
-_DECODER: Final = json.JSONDecoder()
-#: The decoder's own scanner: a value and where it ends, from a position in a text.
-_SCAN: Final = cast(
-    "Callable[[str, int], tuple[JSONValue, int]]",
-    json.scanner.make_scanner(_DECODER),  # type: ignore[arg-type]  # typeshed names a class
-)
-#: Blank, as bytes.isspace() judges a line (str.isspace() takes more characters).
-_BLANK: Final = re.compile(r"[ \t\r\x0b\x0c]+")
-#: What json.loads allows after a value.
-_TRAILING: Final = re.compile(r"[ \t\n\r]*")
-_CONFLICT_TEXTS: Final = tuple(marker.decode() for marker in _CONFLICT_MARKERS)
-
-
-def _loads(raw: bytes) -> JSONValue:
-    """``json.loads(raw)``. A line that opens with an ASCII character is one json.loads
-    reads as UTF-8 (its encoding guess needs a zero byte among the first two), so it is decoded
-    here as json.loads would and handed to the decoder directly."""
-    if raw[:1] == b"{" and raw[1:2] != b"\x00":
-        value: JSONValue = _DECODER.decode(raw.decode("utf-8", "surrogatepass"))
-        return value
-    loaded: JSONValue = json.loads(raw)
-    return loaded
-
-
-def _loaded(raw: bytes, path: str, number: int) -> JSONValue:
-    try:
-        return _loads(raw)
-    except UnicodeDecodeError:
-        raise SnapshotError(path, number, "line is not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise SnapshotError(
-            path, number, f"line is not JSON ({exc.msg} at column {exc.colno}; cut off?)"
-        ) from None
-    except RecursionError:
-        raise SnapshotError(path, number, "line nests arrays or objects too deeply") from None
-    except ValueError:  # an integer past the interpreter's digit limit (int_max_str_digits)
-        raise SnapshotError(path, number, "line holds a number with too many digits") from None
 
 
 def _object(value: JSONValue, path: str, number: int) -> tuple[str, JSONValue]:
