@@ -1,10 +1,5 @@
-"""The import's fast paths give the verdicts and bytes of the plain code they stand in for.
-
-Sealing spells a record's line and hashed body in one pass (journal.sealed); the
-snapshot's secret scan looks for every rule hint once over all the strings joined
-(secretscan.secret_kinds); an event's time verdict is cached by its text. Each is held here
-to the general code on generated input, hostile shapes included.
-"""
+"""The import's checks on a snapshot's texts, times, actors and bytes: each refusal names
+its line, every time it is read, beside a sound control."""
 
 from __future__ import annotations
 
@@ -17,49 +12,7 @@ from hypothesis import strategies as st
 from ctxkeeper.core import secretscan, snapshotformat
 from ctxkeeper.core.errors import SnapshotError
 
-TYPE_CHECKING = False
-
 PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-#: Text around and inside secrets: rule hints, separators, the markers sealing splices with.
-FRAGMENTS = st.sampled_from(
-    [
-        "ghp_",
-        "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
-        "api_key = ",
-        "Zx9Qw8Er7Ty6Ui5Op4As3Df2",
-        "password: ",
-        "hunter2!Xy9z",
-        "sk-",
-        "AKIA",
-        "IOSFODNN7EXAMPLQ",
-        ".",
-        "://",
-        "@",
-        "\x00",
-        "\u200b",
-        "\uff47\uff48\uff50_",
-        "token",
-        "key",
-        " ",
-        '"',
-        "\\",
-        "\n",
-        '"hash":',
-        '","after":',
-        "}",
-        "é",
-        "İ",
-    ]
-)
-TEXTS = st.lists(st.one_of(FRAGMENTS, st.text(max_size=12)), max_size=8).map("".join)
-
-
-@PROPS
-@given(st.lists(TEXTS, max_size=12))
-def test_secret_kinds_agree_with_find_secret(texts: list[str]) -> None:
-    one_by_one = {text: secretscan.find_secret(text) for text in texts}
-    expected = {text: kind for text, kind in one_by_one.items() if kind is not None}
-    assert secretscan.secret_kinds(texts) == expected
 
 
 def test_secret_kinds_finds_each_secret_beside_clean_text() -> None:
@@ -89,11 +42,11 @@ def _snapshot(at: str) -> bytes:
 def test_a_bad_event_time_is_refused_every_time_it_is_read() -> None:
     good = snapshotformat.parse(_snapshot("2026-11-30T09:15:00Z"), "/x/snap")
     assert "0123456789abcdef" in good.events
-    for _ in range(2):  # the cached verdict is the same refusal, naming the line
+    for _ in range(2):  # the same refusal every time, naming the line
         with pytest.raises(SnapshotError, match="2026-02-30T09:15:00Z") as caught:
             snapshotformat.parse(_snapshot("2026-02-30T09:15:00Z"), "/x/snap")
         assert caught.value.line == 2
-    long_time = "2026-11-30T09:15:00Z" + " " * 100  # past the cache's length: read each time
+    long_time = "2026-11-30T09:15:00Z" + " " * 100  # spaces around a time are allowed
     assert "0123456789abcdef" in snapshotformat.parse(_snapshot(long_time), "/x/snap").events
 
 
