@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 from ctxkeeper.core import fsutil, journal, journalfile, scopeindex, times
+from ctxkeeper.core.entriesfile import parse_entries_document, render_entries_document
 from ctxkeeper.core.errors import CtxkeeperError, StoreError
 from ctxkeeper.core.model import ID_PATTERN, stored_problems
 from ctxkeeper.core.store import (
@@ -27,8 +28,6 @@ from ctxkeeper.core.store import (
     Store,
     entry_shape_problem,
     note_purges,
-    parse_entries_document,
-    render_entries_document,
 )
 
 TYPE_CHECKING = False

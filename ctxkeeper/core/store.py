@@ -1,20 +1,39 @@
-"""The store in ``.context/``: entry files and journal under one lock, with crash recovery.
+"""The store in ``.context/``: the journal and ``entries.json`` under one lock, with recovery.
 
-All entries live in one ``entries.json`` that also records how far into the journal it is
-(dec-001-21c5), so one ``stat`` per open tells whether a crash left records to replay.
+It owns the lock, crash recovery, the journal append, the fold of journal records into
+entries, and the commit of a transaction. The entry file's bytes are
+:mod:`ctxkeeper.core.entriesfile`'s; every other file (the hooks' index, the team snapshot)
+belongs to the layer that derives it.
+
+One invariant: **the journal is the record.** Every change is appended to the hash-chained
+journal durably before anything else is written, and ``entries.json`` is a fold of the journal
+up to the point it names (dec-001-21c5). So every state the files can be in is one a reader can
+serve, by folding the journal records past that point in memory (con-006-83d3):
+
+- *current*: ``entries.json`` names the journal's last record;
+- *behind the journal after a crash*: a writer died between its append and its rewrite of
+  ``entries.json`` (a torn final transaction is cut whole, dec-003-6c23); the next write
+  applies the tail;
+- *behind by checkpoint lag*: a long-running process journaled writes and leaves the
+  rewrite for later (dec-025-2cdb); readers in every process fold the tail;
+- *hand-edited*: ``entries.json`` no longer carries its writer's digest; the next write
+  journals the difference as ``manual_edit`` first (dec-010-0702);
+- *rewritten by purge*: a purge replaced values in the journal by their digests and rewrote
+  it whole (dec-020-b077); the chain still verifies and ``entries.json`` follows it.
+
+A stored entry is replaced, never changed in place: readers share the parsed entries.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import json
 import os
 import secrets
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Final
 
@@ -29,7 +48,16 @@ from ctxkeeper.core import (
     times,
 )
 from ctxkeeper.core.config import Config, default_document, parse_config
-from ctxkeeper.core.documents import parse_document
+from ctxkeeper.core.entriesfile import (
+    ENTRIES_FILE,
+    STORE_VERSION,
+    FileKey,
+    State,
+    file_key,
+    parse_entries_document,
+    render,
+    render_entries_document,
+)
 from ctxkeeper.core.errors import CorruptFileError, NotFoundError, StoreError
 from ctxkeeper.core.model import ID_PATTERN, KIND_PREFIX, KINDS, STATUSES, TEXT_FIELDS, ordered
 from ctxkeeper.core.project import context_dir, find_root
@@ -40,8 +68,6 @@ if TYPE_CHECKING:
 
     from ctxkeeper.core._types import JSONObject, JSONValue
 
-STORE_VERSION: Final = 1
-ENTRIES_FILE: Final = "entries.json"
 JOURNAL_FILE: Final = "journal.jsonl"
 CONFIG_FILE: Final = "config.json"
 LOCK_FILE: Final = ".lock"
@@ -57,8 +83,20 @@ GITIGNORE: Final = """\
 """
 
 
+__all__ = [
+    "CACHE_DIR",
+    "ENTRIES_FILE",
+    "JOURNAL_FILE",
+    "STORE_VERSION",
+    "State",
+    "Store",
+    "Transaction",
+    "parse_entries_document",
+    "render_entries_document",
+]
+
 #: The last parsed ``entries.json`` per path, keyed by its identity on disk.
-_PARSED: dict[str, tuple[tuple[str, int, int, int], State]] = {}
+_PARSED: dict[str, tuple[FileKey, State]] = {}
 #: The last state a read served per store, keyed by the entries file and the journal view.
 _SERVED: dict[str, tuple[tuple[object, ...], State]] = {}
 #: Entry-file states already warned about, so a long-running server warns once, not per call.
@@ -67,38 +105,9 @@ _WARNED: set[tuple[object, ...]] = set()
 #: edit is recorded as ``manual_edit`` by ``user``); the editor's login is not knowable.
 HAND_EDIT_ACTOR: Final = MappingProxyType({"origin": "user", "user": None})
 _DOCTOR_FOUND: Final = "hand edit of entries.json found by doctor"
-_ENTRIES_MARKER: Final = b'\n  "entries": '
-_DIGEST_PLACEHOLDER: Final = "?" * 64
-_SEPARATORS: Final = (", ", ": ")
-_LINE_START: Final = b'    {"id": '
 #: Whether this process defers the derived files of a write to :func:`flush_deferred` (the MCP
 #: server turns it on, dec-025-2cdb). Off, every write leaves every file current.
 _WRITE_BEHIND: list[bool] = [False]
-
-
-@dataclass
-class State:
-    """The entries as of journal record ``seq``, plus where the journal ends."""
-
-    entries: dict[str, JSONObject] = field(default_factory=dict)
-    seq: int = 0
-    head: str = journal.GENESIS
-    journal_bytes: int = 0
-    hand_edited: bool = False
-    """``entries.json`` no longer matches the digest its last writer put in it."""
-    duplicates: list[str] = field(default_factory=list)
-    """Ids that appear more than once in ``entries.json`` (reads see the last copy)."""
-    skipped: dict[str, str] = field(default_factory=dict)
-    """Malformed entries left out of reads, with why (``load`` only; doctor reports them)."""
-    purged: dict[str, JSONObject] = field(default_factory=dict)
-    """Purged ids, each with the digest of its value, so a re-record of it is still refused."""
-    source: str = ""
-    """SHA-256 of ``entries.json`` after its ``"entries":`` key (empty: not read from a file),
-    which keys the caches derived from the entries."""
-    servable: bool = field(default=False, compare=False, repr=False)
-    """Every entry is known to be servable (see :func:`_readable`): no check needed."""
-    sequences: dict[str, int] | None = field(default=None, compare=False, repr=False)
-    """The highest id sequence per kind prefix among the entries seen, once asked for."""
 
 
 @dataclass
@@ -109,14 +118,14 @@ class _Deferred:
     root: str
     state: State
     """The state after those writes: ``entries.json`` plus the journaled records past it."""
-    entries_key: tuple[str, int, int, int] | None
+    entries_key: FileKey | None
     """The identity of ``entries.json`` the state was folded onto; any change voids it."""
     records: list[JSONObject] | None
     """The records written since the snapshot was last current (None: rebuild it in full)."""
     since: float
     """``time.monotonic()`` of the first deferred write, which bounds how stale files get."""
 
-    def holds(self, key: tuple[str, int, int, int] | None, view: journalfile.View) -> bool:
+    def holds(self, key: FileKey | None, view: journalfile.View) -> bool:
         """Whether the files on disk are still exactly what this state was folded from."""
         state = self.state
         return key == self.entries_key and (state.journal_bytes, state.seq, state.head) == (
@@ -292,14 +301,12 @@ class Store:
         """Where the verified journal ends (cheap while it is unchanged; see journalfile)."""
         return journalfile.verified_view(self.path(JOURNAL_FILE), self.path(CACHE_DIR))
 
-    def _read_entries_cached(self) -> tuple[tuple[str, int, int, int] | None, State]:
+    def _read_entries_cached(self) -> tuple[FileKey | None, State]:
         path = self.path(ENTRIES_FILE)
         fsutil.check_not_link(path)
-        try:
-            info = os.stat(path)
-        except FileNotFoundError:
+        key = file_key(path)
+        if key is None:
             return None, State()
-        key = (path, info.st_ino, info.st_size, info.st_mtime_ns)
         cached = _PARSED.get(path)
         if cached is not None and cached[0] == key:
             return key, cached[1]
@@ -307,7 +314,7 @@ class Store:
         _PARSED[path] = (key, state)
         return key, state
 
-    def _entries_for_write(self) -> tuple[tuple[str, int, int, int] | None, State]:
+    def _entries_for_write(self) -> tuple[FileKey | None, State]:
         """The entry file's identity and its state for a writer to change: the parse readers
         share while the file is unchanged on disk (see :meth:`_remember_written`), copied so
         the write cannot touch theirs."""
@@ -321,9 +328,8 @@ class Store:
         write nor the next read parses the whole store again: the entries are the values a
         parse of their lines gives (see :func:`render_entries_document`)."""
         path = self.path(ENTRIES_FILE)
-        try:
-            info = os.stat(path)
-        except OSError:
+        key = file_key(path)
+        if key is None:
             return
         if len(lines) != len(state.entries):
             _PARSED.pop(path, None)
@@ -338,7 +344,7 @@ class Store:
             servable=state.servable,  # the same entries, as a parse of their lines gives them
             sequences=dict(state.sequences) if state.sequences is not None else None,
         )
-        _PARSED[path] = ((path, info.st_ino, info.st_size, info.st_mtime_ns), written)
+        _PARSED[path] = (key, written)
 
     def _read_entries(self) -> State:
         path = self.path(ENTRIES_FILE)
@@ -647,7 +653,7 @@ class Store:
 
     def _write_entries(self, state: State) -> None:
         path = self.path(ENTRIES_FILE)
-        parts, lines, digest = _render(state, path)
+        parts, lines, digest = render(state, _PARSED.get(path))
         fsutil.write_atomic(path, parts)  # the parts, not one join: no second copy of the store
         self._remember_written(state, digest, lines)
         # The hooks' per-edit index follows every write (they never parse the whole store).
@@ -884,167 +890,3 @@ class Transaction:
 def _id_parts(entry_id: str) -> tuple[str, int] | None:
     match = ID_PATTERN.match(entry_id)
     return (match.group(1), int(match.group(2))) if match else None
-
-
-def parse_entries_document(data: bytes, path: str) -> State:
-    """Parse ``entries.json``; a file that does not parse names its line and column."""
-    doc = parse_document(data, path, version=STORE_VERSION)
-    meta = doc.get("journal")
-    entries = doc.get("entries")
-    if not isinstance(meta, dict) or not isinstance(entries, list):
-        raise StoreError(f"{path}: needs a 'journal' object and an 'entries' list")
-    state = State(
-        seq=_int(meta.get("seq"), path),
-        head=str(meta.get("head", journal.GENESIS)),
-        journal_bytes=_int(meta.get("bytes"), path),
-    )
-    digest = _entries_digest(data)
-    state.source = digest or ""
-    state.hand_edited = meta.get("entries_sha256") != digest
-    purged = doc.get("purged", {})
-    if not isinstance(purged, dict):
-        raise StoreError(f"{path}: 'purged' must be an object of purged ids")
-    state.purged = {str(k): v for k, v in purged.items() if isinstance(v, dict)}
-    for position, entry in enumerate(entries):
-        entry_id = entry.get("id") if isinstance(entry, dict) else None
-        if not isinstance(entry, dict) or not isinstance(entry_id, str):
-            raise StoreError(f"{path}: entries[{position}] is not an entry with an 'id'")
-        if entry_id in state.entries:
-            state.duplicates.append(entry_id)
-        state.entries[entry_id] = entry
-    return state
-
-
-def _entries_digest(data: bytes) -> str | None:
-    """SHA-256 of the bytes after the top-level ``"entries":`` key, as the writer laid them out.
-
-    Hashing the raw bytes costs milliseconds for 10 MB, where re-serialising would cost a full
-    JSON dump; any change (even reformatting) just sends the next write to the exact comparison.
-    """
-    at = data.find(_ENTRIES_MARKER)
-    if at < 0:
-        return None
-    with memoryview(data) as view:  # no copy of a 10 MB tail
-        return hashlib.sha256(view[at + len(_ENTRIES_MARKER) :]).hexdigest()
-
-
-def _int(value: JSONValue, path: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise StoreError(f"{path}: journal seq and bytes must be non-negative integers")
-    return value
-
-
-def _line(value: JSONValue) -> bytes:
-    """One value on one line with readable separators, by the C encoder (``indent`` would
-    send ``json.dumps`` to the pure-Python one, which cost most of a write at 10,000 entries)."""
-    return json.dumps(value, ensure_ascii=False, separators=_SEPARATORS).encode()
-
-
-def render_entries_document(state: State) -> bytes:
-    """Stable JSON for hand edits: one entry per line (dec-024-d431), sorted by id, fields in
-    model order, carrying the digest that lets the next write notice a hand edit."""
-    return b"".join(_render(state, None)[0])
-
-
-def _render(
-    state: State, path: str | None
-) -> tuple[list[bytes], dict[str, tuple[JSONObject, bytes]], str]:
-    """The document's parts, each entry's line with the value a parse of that line gives, and
-    the digest the document carries.
-
-    :param path: the file this replaces. The lines of the entries it already holds are
-        reused (see :func:`_lines_on_disk`), so a write encodes only the entries it changed:
-        stored entries are never changed in place (readers share them), so an entry that is
-        the same object as the one parsed from that file has the same line.
-    """
-    lines = _encoded(state, path)
-    meta: JSONObject = {
-        "seq": state.seq,
-        "head": state.head,
-        "bytes": state.journal_bytes,
-        "entries_sha256": _DIGEST_PLACEHOLDER,
-    }
-    tail = _block(b"[", b"]", [line for _, line in lines.values()])
-    if state.purged:
-        # After the entries, so the digest that notices hand edits covers it too.
-        purged = [_line(key) + b": " + _line(state.purged[key]) for key in sorted(state.purged)]
-        tail.append(b',\n  "purged": ')
-        tail.extend(_block(b"{", b"}", purged))
-    tail.append(b"\n}\n")
-    # The digest of what follows the marker, hashed part by part (no copy of the whole file).
-    hashed = hashlib.sha256()
-    for part in tail:
-        hashed.update(part)
-    meta["entries_sha256"] = hashed.hexdigest()
-    head = b'{\n  "version": %d,\n  "journal": ' % STORE_VERSION + _line(meta) + b","
-    return [head, _ENTRIES_MARKER, *tail], lines, str(meta["entries_sha256"])
-
-
-def _encoded(state: State, path: str | None) -> dict[str, tuple[JSONObject, bytes]]:
-    """Each entry, sorted by id, as a parse of its line gives it (the *canonical* value), with
-    the line; lines are reused from the file at ``path`` for unchanged entries."""
-    # Read back from the file, not kept in memory between writes: a second copy of every
-    # entry's text would cost a long-running server 8 MB at 10,000 entries.
-    previous = _lines_on_disk(path) if path is not None else {}
-    lines: dict[str, tuple[JSONObject, bytes]] = {}
-    fresh: list[str] = []
-    for key in sorted(state.entries):
-        entry = state.entries[key]
-        cached = previous.get(key)
-        if cached is None or cached[0] is not entry:
-            fresh.append(key)
-            cached = (entry, _line(ordered(entry)))
-        lines[key] = cached
-    if fresh:
-        # One decode for all the new lines: what a reader parsing the file will hold.
-        values = json.loads(b"[" + b",".join(lines[key][1] for key in fresh) + b"]")
-        for key, value in zip(fresh, values, strict=True):
-            lines[key] = (value, lines[key][1])
-    return lines
-
-
-def _lines_on_disk(path: str) -> dict[str, tuple[JSONObject, bytes]]:
-    """The lines of the entry file as its writer left them, each with the parsed entry, when
-    this process holds that file's parse (see :meth:`Store._read_entries_cached`) and the file
-    is laid out one entry per line and not hand-edited; else nothing. A write then encodes
-    only what it changes, and no second copy of every entry is kept between writes."""
-    cached = _PARSED.get(path)
-    if cached is None or cached[1].hand_edited or cached[1].duplicates:
-        return {}
-    try:
-        info = os.stat(path)
-        if cached[0] != (path, info.st_ino, info.st_size, info.st_mtime_ns):
-            return {}
-        data = fsutil.read_bytes(path)
-    except (OSError, StoreError):
-        return {}
-    entries = cached[1].entries
-    if data is None:
-        return {}
-    lines: dict[str, tuple[JSONObject, bytes]] = {}
-    expected = iter(entries.items())
-    marker = b"\n" + _LINE_START
-    at = data.find(marker)
-    while at >= 0:  # each entry's line sliced out once: no list of every line beside the file
-        start = at + 1 + 4
-        end = data.find(b"\n", start)
-        end = len(data) if end < 0 else end
-        body = data[start : end - 1] if data[end - 1 : end] == b"," else data[start:end]
-        item = next(expected, None)
-        if item is None or not body.startswith(_LINE_START[4:] + _line(item[0]) + b", "):
-            return {}
-        lines[item[0]] = (item[1], body)
-        at = data.find(marker, end)
-    return lines if len(lines) == len(entries) else {}
-
-
-def _block(opening: bytes, closing: bytes, items: list[bytes]) -> list[bytes]:
-    """The parts of a bracketed block of one item per line, for one join of the file."""
-    if not items:
-        return [opening + closing]
-    parts = [opening + b"\n    "]
-    for item in items:
-        parts.append(item)
-        parts.append(b",\n    ")
-    parts[-1] = b"\n  " + closing
-    return parts
