@@ -29,6 +29,7 @@ from ctxkeeper.core.store import (
     entry_shape_problem,
     note_purges,
 )
+from ctxkeeper.write import derived  # noqa: F401  # registers the refreshes a commit runs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

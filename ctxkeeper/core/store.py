@@ -3,7 +3,8 @@
 It owns the lock, crash recovery, the journal append, the fold of journal records into
 entries, and the commit of a transaction. The entry file's bytes are
 :mod:`ctxkeeper.core.entriesfile`'s; every other file (the hooks' index, the team snapshot)
-belongs to the layer that derives it.
+belongs to the layer that derives it, which registers an after-commit listener
+(:func:`on_commit`, :meth:`Transaction.after_commit`): the store imports none of them.
 
 One invariant: **the journal is the record.** Every change is appended to the hash-chained
 journal durably before anything else is written, and ``entries.json`` is a fold of the journal
@@ -33,7 +34,7 @@ import os
 import secrets
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Final
 
@@ -43,7 +44,6 @@ from ctxkeeper.core import (
     journal,
     journalfile,
     policywatch,
-    scopeindex,
     teamlog,
     times,
 )
@@ -88,9 +88,11 @@ __all__ = [
     "ENTRIES_FILE",
     "JOURNAL_FILE",
     "STORE_VERSION",
+    "Commit",
     "State",
     "Store",
     "Transaction",
+    "on_commit",
     "parse_entries_document",
     "render_entries_document",
 ]
@@ -173,6 +175,36 @@ def flush_deferred() -> list[str]:
             _notice(problem)
             problems.append(problem)
     return problems
+
+
+@dataclass
+class Commit:
+    """What a committed transaction left, for the listeners that bring the files derived from
+    the store up to date (the hooks' index, the team snapshot; see :func:`on_commit`)."""
+
+    store: Store
+    state: State
+    """The entries as committed (shared with readers: never change them in place)."""
+    config: Config
+    wrote: bool
+    """Whether anything reached the journal or the entry file."""
+    records: list[JSONObject] | None
+    """The records a derived file made at the previous commit lacks (None: unknown, after a
+    crash or a purge: rebuild it whole rather than patch it)."""
+    done: set[str] = field(default_factory=set)
+    """Derived files a transaction's own listener already brought up to date, by name."""
+
+
+#: Called after every commit, in order of registration, after the transaction's own.
+_LISTENERS: list[Callable[[Commit], None]] = []
+
+
+def on_commit(listener: Callable[[Commit], None]) -> None:
+    """Call ``listener`` after every commit in this process, still under the store lock.
+    The layer that owns a file derived from the entries registers its refresh here, so the
+    store never imports it; registering the same listener twice keeps one."""
+    if listener not in _LISTENERS:
+        _LISTENERS.append(listener)
 
 
 class PurgedError(NotFoundError):
@@ -426,10 +458,8 @@ class Store:
             if held:
                 _hold_for_review(txn, held, dict(audit_actor or self.writer or HAND_EDIT_ACTOR))
             yield txn
-            plain = not (
-                manual or observed or txn.redact or txn.snapshot_read or audit_actor is not None
-            )
-            if _WRITE_BEHIND[0] and txn.events and plain and txn.export_to is None:
+            plain = not (manual or observed or txn.listeners or audit_actor is not None)
+            if _WRITE_BEHIND[0] and txn.events and plain:
                 self._defer(state, behind, deferred, self._append(state, [], txn.events))
                 if unrecorded is not None:
                     policywatch.journaled(self.dir, config)
@@ -441,15 +471,14 @@ class Store:
                 # Once committed (a refused write leaves no file behind): the journal holds
                 # this policy now, so no later write looks again.
                 policywatch.journaled(self.dir, config)
-            if txn.redact:
-                self._redact(state, txn.redact)
-            refresh = wrote and config.auto_export
-            # A snapshot may be missing records a crash left unapplied, and still holds a
-            # purged entry's text: then it is rebuilt, not patched. Records this process
-            # deferred are known, so the snapshot they left behind is patched with them.
+            # A derived file may be missing records a crash left unapplied: then it is
+            # rebuilt, not patched. Records this process deferred are known, so the files
+            # they left behind are patched with them.
             earlier = _since_snapshot(behind, deferred)
-            patch = None if earlier is None or txn.redact else [*earlier, *committed]
-            self._after_commit(txn, state, patch, refresh=refresh)
+            records = None if earlier is None else [*earlier, *committed]
+            commit = Commit(self, state, config, wrote, records)
+            for listener in [*txn.listeners, *_LISTENERS]:
+                listener(commit)
 
     def _defer(
         self,
@@ -469,36 +498,7 @@ class Store:
             since=deferred.since if deferred is not None else time.monotonic(),
         )
 
-    def _after_commit(
-        self,
-        txn: Transaction,
-        state: State,
-        committed: list[JSONObject] | None,
-        *,
-        refresh: bool,
-    ) -> None:
-        """Still under the lock: remember an imported snapshot, then write the team snapshot
-        (explicitly asked for, or refreshed after a write under ``auto_export``)."""
-        if txn.snapshot_read is None and txn.export_to is None and not refresh:
-            return
-        # Imported here, not at the top: readers and the hooks never load the snapshot code.
-        from ctxkeeper.core import snapshot
-
-        if txn.snapshot_read is not None:
-            snapshot.remember(self.dir, *txn.snapshot_read)
-        entries = state.entries.values()
-        read = txn.snapshot_read[0] if txn.snapshot_read is not None else None
-        default = snapshot.default_path(self.dir)
-        if txn.export_to is not None:
-            force = read == txn.export_to  # the file was just imported: nothing of it is lost
-            snapshot.write(self.dir, entries, self.read_journal(), path=txn.export_to, force=force)
-        elif refresh and read != default:
-            # An import of the default file decided itself whether it needs rewriting; one
-            # of another file rebuilds the default snapshot in full.
-            patchable = committed if read is None else None
-            snapshot.auto_refresh(self.dir, state.entries, patchable, self.read_journal)
-
-    def _redact(self, state: State, ids: set[str]) -> None:
+    def redact(self, state: State, ids: set[str]) -> None:
         """Replace the values and reasons of every journal record of ``ids`` by their digests
         (a purge: honest forgetting). Version-2 records hash through those digests, so their
         hashes stand; a version-1 record hashed its text, so the chain is resealed from the
@@ -656,8 +656,6 @@ class Store:
         parts, lines, digest = render(state, _PARSED.get(path))
         fsutil.write_atomic(path, parts)  # the parts, not one join: no second copy of the store
         self._remember_written(state, digest, lines)
-        # The hooks' per-edit index follows every write (they never parse the whole store).
-        scopeindex.refresh(self.dir, state.entries.values())
 
 
 def _hold_for_review(
@@ -803,13 +801,14 @@ class Transaction:
         self.events: list[JSONObject] = []
         self.manual_edits = list(manual_edits or [])
         """Hand edits this transaction journals ahead of its own events."""
-        self.redact: set[str] = set()
-        """Entries whose text a purge removes from the journal once committed."""
-        self.export_to: str | None = None
-        """Write the team snapshot to this path once the transaction is committed."""
-        self.snapshot_read: tuple[str, str] | None = None
-        """A snapshot file and the digest of the bytes this transaction imported from it:
-        remembered as seen once committed, so it is exported over and not imported again."""
+        self.listeners: list[Callable[[Commit], None]] = []
+        """Called once this transaction is committed, before the listeners every commit has
+        (a purge's redaction, an import's record of the file it read)."""
+
+    def after_commit(self, listener: Callable[[Commit], None]) -> None:
+        """Call ``listener`` once this transaction is committed (once, however often asked)."""
+        if listener not in self.listeners:
+            self.listeners.append(listener)
 
     def get(self, entry_id: str) -> JSONObject:
         entry = self.entries.get(entry_id)

@@ -186,6 +186,8 @@ def _policy_note(store: Store) -> str | None:
 
     config = store.config()
     if policywatch.needs_journal(store.dir, config):
+        from ctxkeeper.write import derived  # noqa: F401  # the refreshes this commit runs
+
         try:
             with store.transaction():
                 pass  # the transaction journals the change it sees (Store._policy_change)

@@ -17,7 +17,7 @@ import operator
 import os
 from typing import Final
 
-from ctxkeeper.core import fsutil, snapshotformat, teamlog, times, upstream
+from ctxkeeper.core import fsutil, snapshot, snapshotformat, teamlog, times, upstream
 from ctxkeeper.core.changes import propose
 from ctxkeeper.core.errors import CtxkeeperError, SnapshotError, StateError, UsageError
 from ctxkeeper.core.journal import JOURNAL_VERSION, canonical, is_redacted
@@ -33,15 +33,15 @@ from ctxkeeper.core.model import (
 from ctxkeeper.core.snapshot import default_path, digest, holds, untouched
 from ctxkeeper.core.snapshotformat import Snapshot, event_order, normal_entry, parse, same_event
 from ctxkeeper.core.snapshotpatch import CannotPatchError, line_key
-from ctxkeeper.write import heldback
+from ctxkeeper.write import derived, heldback
 from ctxkeeper.write.similarity import matching_tombstone
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Callable, Iterator, Mapping
 
     from ctxkeeper.core._types import JSONObject, JSONValue
-    from ctxkeeper.core.store import Store, Transaction
+    from ctxkeeper.core.store import Commit, Store, Transaction
 
 #: Who writes the events an import derives (an entry added by hand to the file, a restatement
 #: of a tombstone retired): the same in every clone, so every clone derives the same event.
@@ -70,8 +70,36 @@ def export_snapshot(store: Store, path: str | None = None) -> JSONObject:
     store.require()
     target = resolve_path(store, path)
     with _no_cycle_collection(), store.transaction() as tx:
-        tx.export_to = target
+        tx.after_commit(_snapshot_written(None, target))
     return {"path": target, "written": True}
+
+
+def _snapshot_written(
+    read: tuple[str, str] | None, export_to: str | None
+) -> Callable[[Commit], None]:
+    """The listener of a transaction that read the snapshot file ``read`` (its path and the
+    digest of the bytes imported: remembered as seen, so it is exported over and not imported
+    again) or writes one to ``export_to``, or both."""
+
+    def written(commit: Commit) -> None:
+        directory = commit.store.dir
+        if read is not None:
+            snapshot.remember(directory, *read)
+        if export_to is not None:
+            force = read is not None and read[0] == export_to  # just imported: nothing is lost
+            journal = commit.store.read_journal()
+            snapshot.write(
+                directory, commit.state.entries.values(), journal, path=export_to, force=force
+            )
+            commit.done.add(derived.SNAPSHOT)
+        elif read is not None:
+            if read[0] == default_path(directory):
+                # An import of the default file decided itself whether it needs rewriting.
+                commit.done.add(derived.SNAPSHOT)
+            else:
+                commit.records = None  # one of another file: the default one is rebuilt
+
+    return written
 
 
 def import_snapshot(
@@ -161,7 +189,7 @@ def _merged(
     with store.transaction() as tx:
         report = _merge(store, tx, snapshot, source, who)
         held = _HELD.pop(id(tx), [])
-        tx.snapshot_read = read
+        export_to = None
         if (
             tx.config.auto_export
             and source == default_path(store.dir)
@@ -171,7 +199,8 @@ def _merged(
             # reaches the team from the clone that made it, through the team's review).
             # Rewrite the merged file in its normal form: one line per event, sorted, the
             # entries as every clone now holds them.
-            tx.export_to = source
+            export_to = source
+        tx.after_commit(_snapshot_written(read, export_to))
     if held or kept:
         arrived = [str(event["event"]) for event in tx.events if "event" in event]
         heldback.keep(store, held, arrived)

@@ -27,6 +27,7 @@ from ctxkeeper.core.model import (
 )
 from ctxkeeper.core.secretscan import find_secret
 from ctxkeeper.core.text import forbidden_control, readable_length
+from ctxkeeper.write import derived  # noqa: F401  # registers the refreshes a commit runs
 from ctxkeeper.write.capture import check_candidate
 
 TYPE_CHECKING = False
