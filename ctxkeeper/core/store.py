@@ -33,7 +33,6 @@ import json
 import os
 import secrets
 import sys
-import time
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Final
@@ -107,71 +106,43 @@ _WARNED: set[tuple[object, ...]] = set()
 #: edit is recorded as ``manual_edit`` by ``user``); the editor's login is not knowable.
 HAND_EDIT_ACTOR: Final = MappingProxyType({"origin": "user", "user": None})
 _DOCTOR_FOUND: Final = "hand edit of entries.json found by doctor"
-#: Whether this process defers the derived files of a write to :func:`flush_deferred` (the MCP
-#: server turns it on, dec-025-2cdb). Off, every write leaves every file current.
-_WRITE_BEHIND: list[bool] = [False]
+#: The checkpoint rule (dec-025-2cdb as issue 24 restated it). A process that may leave the
+#: entry file behind the journal (:func:`allow_checkpoint_lag`: a long-running one that
+#: checkpoints on close, con-025-8858) journals a plain write and stops there, unless the
+#: journal's tail past ``entries.json`` reaches :data:`CHECKPOINT_RECORDS` records or its
+#: oldest record is :data:`CHECKPOINT_SECONDS` old: then it checkpoints, rewriting ``entries.json`` and
+#: running every after-commit listener (the hooks' index, the team snapshot). Readers fold
+#: the tail, so a lagging file loses nothing. Decided from the files alone.
+CHECKPOINT_RECORDS: Final = 64
+CHECKPOINT_SECONDS: Final = 2.0
+_LAG_ALLOWED: list[bool] = [False]
+#: The stores this process left behind their journal, by directory (with their root): what
+#: :func:`checkpoint_all` brings up to date when the process goes idle or closes.
+_LAGGING: dict[str, str] = {}
 
 
-@dataclass
-class _Deferred:
-    """A store whose last writes are journaled (durable, and folded by every reader) while its
-    entry file, the hooks' index and the team snapshot still wait for :func:`flush_deferred`."""
-
-    root: str
-    state: State
-    """The state after those writes: ``entries.json`` plus the journaled records past it."""
-    entries_key: FileKey | None
-    """The identity of ``entries.json`` the state was folded onto; any change voids it."""
-    records: list[JSONObject] | None
-    """The records written since the snapshot was last current (None: rebuild it in full)."""
-    since: float
-    """``time.monotonic()`` of the first deferred write, which bounds how stale files get."""
-
-    def holds(self, key: FileKey | None, view: journalfile.View) -> bool:
-        """Whether the files on disk are still exactly what this state was folded from."""
-        state = self.state
-        return key == self.entries_key and (state.journal_bytes, state.seq, state.head) == (
-            view.size,
-            view.seq,
-            view.head,
-        )
+def allow_checkpoint_lag(enabled: bool) -> None:
+    """Let this process's writes leave the entry file behind the journal by the checkpoint
+    rule (or stop that). The caller must call :func:`checkpoint_all` before it exits."""
+    _LAG_ALLOWED[0] = enabled
 
 
-#: The deferred writes of this process, per store directory.
-_DEFERRED: dict[str, _Deferred] = {}
+def lagging() -> bool:
+    """Whether a store this process wrote to is behind its journal."""
+    return bool(_LAGGING)
 
 
-def write_behind(enabled: bool) -> None:
-    """Defer (or stop deferring) the derived files of this process's writes (dec-025-2cdb).
-
-    A write still appends its records to the journal durably before it returns, and every
-    reader in every process folds journaled records the entry file lacks, so deferring loses
-    nothing; it moves the whole-store rewrites (``entries.json``, the hooks' index, the team
-    snapshot) out of the reply, and a burst of writes pays them once. The caller must call
-    :func:`flush_deferred` when idle and before it exits.
-    """
-    _WRITE_BEHIND[0] = enabled
-
-
-def deferred_writes() -> tuple[int, float | None]:
-    """How many journal records wait for a flush, and the monotonic time of the oldest."""
-    waiting = list(_DEFERRED.values())
-    count = sum(len(d.records) if d.records is not None else 1 for d in waiting)
-    return count, min((d.since for d in waiting), default=None)
-
-
-def flush_deferred() -> list[str]:
-    """Bring every deferred store's entry file, index and snapshot up to its journal; return
-    the problems met (each also a notice). A flush that fails leaves the journal as the record:
-    the next write or flush of that store applies it."""
+def checkpoint_all() -> list[str]:
+    """Checkpoint every store this process left behind its journal; return the problems met
+    (each also a notice). A checkpoint that fails leaves the journal as the record: the next
+    write or checkpoint of that store applies it."""
     problems: list[str] = []
-    for directory, deferred in list(_DEFERRED.items()):
+    for directory, root in list(_LAGGING.items()):
         try:
-            with Store(deferred.root, directory).transaction():
-                pass  # No events: the transaction applies what the journal holds past the file.
+            Store(root, directory).checkpoint()
         except (OSError, StoreError) as exc:
-            _DEFERRED.pop(directory, None)
-            problem = f"could not apply the deferred writes to {directory}: {exc}"
+            _LAGGING.pop(directory, None)
+            problem = f"could not checkpoint {directory}: {exc}"
             _notice(problem)
             problems.append(problem)
     return problems
@@ -288,11 +259,7 @@ class Store:
         served = _SERVED.get(self.dir)
         if served is not None and served[0] == (key, view):
             return served[1]
-        deferred = _DEFERRED.get(self.dir)
-        if deferred is not None and deferred.holds(key, view):
-            state = deferred.state  # this process's own writes, already folded
-        else:
-            state = self._caught_up(state, view)
+        state, _tail = self._caught_up(state, view)
         readable = _readable(state)
         if readable.skipped and (key, view) not in _WARNED:
             _WARNED.add((key, view))
@@ -385,9 +352,10 @@ class Store:
             return State()
         return parse_entries_document(data, path)
 
-    def _caught_up(self, state: State, view: journalfile.View) -> State:
+    def _caught_up(self, state: State, view: journalfile.View) -> tuple[State, list[JSONObject]]:
         """``state`` with the verified journal records past it folded in (a new object when
-        there are any); raises when ``entries.json`` and the journal do not belong together."""
+        there are any), and those records; raises when ``entries.json`` and the journal do
+        not belong together."""
         jpath = self.path(JOURNAL_FILE)
         if state.journal_bytes > view.size:
             raise StoreError(
@@ -404,7 +372,7 @@ class Store:
                     f"{state.journal_bytes}, but {jpath} holds record {view.seq} there: one of "
                     "them was replaced. Run `ctxkeeper doctor` to compare them."
                 )
-            return state
+            return state, []
         tail = journalfile.read_from(jpath, state.journal_bytes, view.size)
         try:
             records, _ = journal.parse_lines(tail, jpath)
@@ -426,12 +394,14 @@ class Store:
         caught.seq = int(str(records[-1]["seq"]))
         caught.head = str(records[-1]["hash"])
         caught.journal_bytes = view.size
-        return caught
+        return caught, records
 
     # -- writing ------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def transaction(self, *, audit_actor: JSONObject | None = None) -> Iterator[Transaction]:
+    def transaction(
+        self, *, audit_actor: JSONObject | None = None, checkpoint: bool = False
+    ) -> Iterator[Transaction]:
         """Lock the store, yield a transaction, and commit its events if the block succeeds.
 
         Nothing is written when the block raises: validation happens inside the block,
@@ -442,12 +412,14 @@ class Store:
 
         :param audit_actor: compare the entries with the journal's fold even when the
             digest matches, and journal any difference as this actor (doctor).
+        :param checkpoint: bring the entry file and the derived files up to the journal
+            whatever the checkpoint rule says (see :data:`CHECKPOINT_RECORDS`).
         """
         self.require()
         # A write under a config that does not parse would apply unknown floors and policy.
         config = self.config()
         with fsutil.exclusive_lock(self.path(LOCK_FILE)):
-            state, behind, deferred = self._recovered()
+            state, tail = self._recovered()
             manual: list[JSONObject] = []
             held: dict[str, tuple[JSONObject, dict[str, JSONValue]]] = {}
             if state.hand_edited or audit_actor is not None:
@@ -458,45 +430,44 @@ class Store:
             if held:
                 _hold_for_review(txn, held, dict(audit_actor or self.writer or HAND_EDIT_ACTOR))
             yield txn
-            plain = not (manual or observed or txn.listeners or audit_actor is not None)
-            if _WRITE_BEHIND[0] and txn.events and plain:
-                self._defer(state, behind, deferred, self._append(state, [], txn.events))
+            plain = not (manual or observed or txn.listeners or audit_actor or checkpoint)
+            if plain and txn.events and not self._checkpoint_due(tail, len(txn.events)):
+                self._append(state, [], txn.events)
+                _LAGGING[self.dir] = self.root
                 if unrecorded is not None:
                     policywatch.journaled(self.dir, config)
                 return
-            _DEFERRED.pop(self.dir, None)
-            wrote = bool(txn.events or manual or observed or behind)
+            _LAGGING.pop(self.dir, None)
+            wrote = bool(txn.events or manual or observed or tail)
             committed = self._commit(state, [*observed, *manual], txn.events) if wrote else []
             if unrecorded is not None:
                 # Once committed (a refused write leaves no file behind): the journal holds
                 # this policy now, so no later write looks again.
                 policywatch.journaled(self.dir, config)
-            # A derived file may be missing records a crash left unapplied: then it is
-            # rebuilt, not patched. Records this process deferred are known, so the files
-            # they left behind are patched with them.
-            earlier = _since_snapshot(behind, deferred)
-            records = None if earlier is None else [*earlier, *committed]
-            commit = Commit(self, state, config, wrote, records)
+            # The derived files lack the journal's tail past the entry file too (checkpoint
+            # lag, or a crash): they are patched with it where they were written just before
+            # it, and rebuilt otherwise (con-022-8d85).
+            commit = Commit(self, state, config, wrote, [*tail, *committed])
             for listener in [*txn.listeners, *_LISTENERS]:
                 listener(commit)
 
-    def _defer(
-        self,
-        state: State,
-        behind: bool,
-        deferred: _Deferred | None,
-        committed: list[JSONObject],
-    ) -> None:
-        """Leave the derived files of a journaled write to :func:`flush_deferred`."""
-        earlier = _since_snapshot(behind, deferred)
-        key, _ = self._read_entries_cached()
-        _DEFERRED[self.dir] = _Deferred(
-            root=self.root,
-            state=state,
-            entries_key=key,
-            records=None if earlier is None else [*earlier, *committed],
-            since=deferred.since if deferred is not None else time.monotonic(),
-        )
+    def checkpoint(self) -> None:
+        """Bring ``entries.json`` and the derived files up to the journal (on close)."""
+        with self.transaction(checkpoint=True):
+            pass  # No events: the commit applies what the journal holds past the entry file.
+
+    @staticmethod
+    def _checkpoint_due(tail: list[JSONObject], adding: int) -> bool:
+        """The checkpoint rule, for a plain write adding ``adding`` records to the journal's
+        ``tail`` past the entry file (see :data:`CHECKPOINT_RECORDS`)."""
+        if not _LAG_ALLOWED[0] or len(tail) + adding >= CHECKPOINT_RECORDS:
+            return True
+        if not tail:
+            return False
+        # The tail's oldest record says how long the files have lagged (a plain write's
+        # records carry the time they were made).
+        since = times.parse_stored_bound(tail[0].get("at"), end_of_day=False)
+        return since is None or (times.now() - since).total_seconds() >= CHECKPOINT_SECONDS
 
     def redact(self, state: State, ids: set[str]) -> None:
         """Replace the values and reasons of every journal record of ``ids`` by their digests
@@ -531,12 +502,11 @@ class Store:
         )
         self._write_entries(state)
 
-    def _recovered(self) -> tuple[State, bool, _Deferred | None]:
-        """The state under the lock, caught up with the journal; True when the entry file is
-        behind it; and this process's deferred writes when they are what it is behind by. A
-        torn final transaction never reached the entries: it is cut off, so neither is lost
-        nor invented (dec-003-6c23)."""
-        key, state = self._entries_for_write()
+    def _recovered(self) -> tuple[State, list[JSONObject]]:
+        """The state under the lock, caught up with the journal, and the journal's records
+        past the entry file (checkpoint lag, or a crash). A torn final transaction never
+        reached the entries: it is cut off, so neither is lost nor invented (dec-003-6c23)."""
+        _key, state = self._entries_for_write()
         if state.duplicates:
             raise StoreError(
                 f"{self.path(ENTRIES_FILE)}: id {state.duplicates[0]} appears more than once; a "
@@ -548,11 +518,7 @@ class Store:
         if view.file_size > view.size:
             fsutil.truncate(jpath, view.size)
             journalfile.remember_file(jpath, self.path(CACHE_DIR), view)
-        deferred = _DEFERRED.get(self.dir)
-        if deferred is not None and deferred.holds(key, view):
-            return _copied(deferred.state), True, deferred
-        caught = self._caught_up(state, view)
-        return caught, caught is not state, None
+        return self._caught_up(state, view)
 
     def _policy_change(self, config: Config) -> list[JSONObject] | None:
         """A change of ``review`` or ``hard_delivery`` not journaled yet, journaled ahead of
@@ -731,14 +697,6 @@ def entry_shape_problem(entry: Mapping[str, JSONValue]) -> str | None:
 #: The entries last found servable, by id, so a long-running process does not re-check every
 #: entry on every read and write (an entry is replaced on change, never changed in place).
 _SERVABLE: dict[str, JSONObject] = {}
-
-
-def _since_snapshot(behind: bool, deferred: _Deferred | None) -> list[JSONObject] | None:
-    """The records the team snapshot lacks before this write: this process's deferred ones,
-    none when the entry file was current, unknown (None) when a crash left it behind."""
-    if deferred is not None:
-        return deferred.records
-    return None if behind else []
 
 
 def _copied(state: State) -> State:
