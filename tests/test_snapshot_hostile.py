@@ -366,8 +366,9 @@ def _secret_as_line_type(c: Control) -> Case:
 
 def _future_snapshot_version(c: Control) -> Case:
     lines = c.lines()
-    lines[0] = {"ctxkeeper_snapshot": 2}
-    return Case(c.render(lines), 1, ["snapshot version 2", "newer ctxkeeper"], c.snapshot)
+    future = snapshotformat.SNAPSHOT_VERSION + 1
+    lines[0] = {"ctxkeeper_snapshot": future}
+    return Case(c.render(lines), 1, [f"snapshot version {future}", "newer ctxkeeper"], c.snapshot)
 
 
 def _future_event_version(c: Control) -> Case:

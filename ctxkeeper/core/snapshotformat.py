@@ -1,7 +1,10 @@
 """The team snapshot's text format: one JSON object per line, deterministic, union-mergeable.
 
 A header line, the entries sorted by id, then the team events sorted by entry, time and id
-(dec-019-6fbe). Nothing in it moves on an export that changed nothing (no timestamp, no counter), so
+(dec-019-6fbe). Every line is versioned on its own (an entry line's ``version``, an event's
+journal ``version``) and the header states the highest version among them, so a file that a
+union merge made of two clones' files of different versions is still read line by line: a
+version this code does not know is refused by name, before anything is merged. Nothing in it moves on an export that changed nothing (no timestamp, no counter), so
 a pull request's diff shows the entries that changed. Git's ``union`` merge keeps both sides'
 lines, so the reader takes lines in any order, duplicated, and with two versions of an entry;
 the events are the truth, the entry lines a readable projection of them.
@@ -40,12 +43,24 @@ if TYPE_CHECKING:
     from ctxkeeper.core._types import JSONObject, JSONValue
 
 SNAPSHOT_FILE: Final = "snapshot.jsonl"
-SNAPSHOT_VERSION: Final = 1
+#: 2: entry lines carry their own ``version`` (a line without one is version 1), and the
+#: header states the highest version of any line in the file.
+SNAPSHOT_VERSION: Final = 2
+#: The version of the entry lines this code writes.
+ENTRY_VERSION: Final = 2
 HEADER_KEY: Final = "ctxkeeper_snapshot"
 ENTRY_KEY: Final = "entry"
 EVENT_KEY: Final = "journal"
-#: The first line of every snapshot (without its newline).
-HEADER_LINE: Final = json.dumps({HEADER_KEY: SNAPSHOT_VERSION}, separators=(",", ":")).encode()
+VERSION_KEY: Final = "version"
+
+
+def header_line(version: int) -> bytes:
+    """The header line stating ``version``, the highest of the file's lines (no newline)."""
+    return json.dumps({HEADER_KEY: version}, separators=(",", ":")).encode()
+
+
+#: The header of a snapshot this code writes with an entry in it (without its newline).
+HEADER_LINE: Final = header_line(SNAPSHOT_VERSION)
 #: Limits on what a snapshot may hold: far above a real project (10,000 entries with 50,000
 #: events take about 60 MB), low enough that a hostile file cannot exhaust memory.
 MAX_BYTES: Final = 512 * 1024 * 1024
@@ -77,11 +92,16 @@ class Snapshot:
 
 def render(entries: Iterable[Mapping[str, JSONValue]], events: Iterable[JSONObject]) -> bytes:
     """The snapshot's bytes: the same entries and events always give the same bytes."""
-    lines = [HEADER_LINE + b"\n"]
-    lines.extend(
-        entry_line(entry) + b"\n" for entry in sorted(entries, key=lambda item: str(item.get("id")))
+    ordered_entries = sorted(entries, key=lambda item: str(item.get("id")))
+    ordered_events = sorted(events, key=event_order)
+    highest = max(
+        [ENTRY_VERSION] * bool(ordered_entries)
+        + [v for e in ordered_events if isinstance(v := e.get("version"), int)],
+        default=SNAPSHOT_VERSION,
     )
-    lines.extend(event_line(event) + b"\n" for event in sorted(events, key=event_order))
+    lines = [header_line(highest) + b"\n"]
+    lines.extend(entry_line(entry) + b"\n" for entry in ordered_entries)
+    lines.extend(event_line(event) + b"\n" for event in ordered_events)
     return b"".join(lines)
 
 
@@ -97,8 +117,8 @@ def _encode(value: JSONValue) -> bytes:
 
 
 def entry_line(entry: Mapping[str, JSONValue]) -> bytes:
-    """An entry's line, without its newline."""
-    return _encode({ENTRY_KEY: normal_entry(entry)})
+    """An entry's line, without its newline: the entry, then the line's version."""
+    return _encode({ENTRY_KEY: normal_entry(entry), VERSION_KEY: ENTRY_VERSION})
 
 
 def event_line(event: Mapping[str, JSONValue]) -> bytes:
@@ -360,25 +380,39 @@ def _add_event(snapshot: Snapshot, event: JSONObject, path: str, number: int) ->
 
 
 def _object(value: JSONValue, path: str, number: int) -> tuple[str, JSONValue]:
+    """A line's type and what it holds; an entry line's own version is checked here."""
+    if isinstance(value, dict) and len(value) == 2 and ENTRY_KEY in value and VERSION_KEY in value:
+        _check_line_version(value[VERSION_KEY], "entry line", ENTRY_VERSION, path, number)
+        return ENTRY_KEY, value[ENTRY_KEY]
     if not isinstance(value, dict) or len(value) != 1:
-        raise SnapshotError(path, number, "a line must be one object with a single key")
+        raise SnapshotError(
+            path,
+            number,
+            "a line must be one object with a single key (and an entry line's version)",
+        )
     [(key, inner)] = value.items()
     if key not in (HEADER_KEY, ENTRY_KEY, EVENT_KEY):
         raise SnapshotError(
             path, number, f"unknown line type {key!r} (expected {ENTRY_KEY!r} or {EVENT_KEY!r})"
         )
-    return key, inner
+    return key, inner  # an entry line without a version is version 1
 
 
 def _check_version(value: JSONValue, path: str, number: int) -> None:
+    """A header's version: the highest of its file's lines (a union merge may leave several
+    headers; each is held to what this code reads)."""
+    _check_line_version(value, "snapshot", SNAPSHOT_VERSION, path, number)
+
+
+def _check_line_version(value: JSONValue, what: str, known: int, path: str, number: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise SnapshotError(path, number, f"snapshot version {value!r} is not a version number")
-    if value > SNAPSHOT_VERSION:
+        raise SnapshotError(path, number, f"{what} version {value!r} is not a version number")
+    if value > known:
         raise SnapshotError(
             path,
             number,
-            f"snapshot version {value} was written by a newer ctxkeeper (this one reads "
-            f"version {SNAPSHOT_VERSION}); upgrade ctxkeeper to import it",
+            f"{what} version {value} was written by a newer ctxkeeper (this one reads "
+            f"version {known}); upgrade ctxkeeper to import it",
         )
 
 
