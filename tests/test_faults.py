@@ -166,11 +166,12 @@ def _snapshot_refresh(phase: str) -> Callable[[Callable[[], bool], random.Random
         def patched(
             context_dir: str,
             entries: Mapping[str, JSONObject],
+            committed: list[JSONObject] | None,
             read_journal: Callable[[], list[JSONObject]],
         ) -> None:
             if phase == "before" and fire():
                 _die()
-            real(context_dir, entries, read_journal)
+            real(context_dir, entries, committed, read_journal)
             if phase == "after" and fire():
                 _die()
 

@@ -397,13 +397,14 @@ class TestSessionStart:
         assert not os.path.exists(theirs.path("journal.jsonl"))
 
 
-class TestRefresh:
+class TestPatchedRefresh:
     def test_every_refresh_gives_the_bytes_of_a_full_export(
         self, filled: Store, tmp_path: Path
     ) -> None:
         from ctxkeeper.cli.review import decide
         from ctxkeeper.core import teamlog
         from ctxkeeper.core.snapshotformat import render
+        from ctxkeeper.core.snapshotpatch import patched
 
         ids = sorted(filled.load().entries)
         con, dec, pip = ids
@@ -427,16 +428,31 @@ class TestRefresh:
             ),
         ]
         for step in steps:
-            old = _snap(filled)
+            old, seen = _snap(filled), len(filled.read_journal())
             step()
             new = _snap(filled)
             records = filled.read_journal()
             entries = filled.load().entries
+            assert patched(old, records[seen:], entries) == new
             assert render(entries.values(), teamlog.team_events(records)) == new
             assert new != old
 
 
 class TestEdges:
+    def test_the_patch_refuses_what_it_did_not_lay_out(self) -> None:
+        from ctxkeeper.core.snapshotpatch import CannotPatchError, line_key, patched
+
+        with pytest.raises(CannotPatchError):
+            patched(b'{"entry":{"id":"x"}}\n', [], {})  # no header line
+        header = snapshotformat.HEADER_LINE + b"\n"
+        later = b'{"entry":{"id":"dec-002-aaaa","kind":"decision"}}\n'
+        earlier = b'{"entry":{"id":"dec-001-aaaa","kind":"decision"}}\n'
+        with pytest.raises(CannotPatchError):
+            patched(header + later + earlier, [], {})  # out of order
+        with pytest.raises(CannotPatchError):
+            line_key(b'{"journal":{"at":"x"}}')
+        assert patched(header + earlier + later, [], {}) == header + earlier + later  # control
+
     def test_a_file_laid_out_by_hand_is_rebuilt_on_the_next_write(self, filled: Store) -> None:
         path = snapshot.default_path(filled.dir)
         lines = _snap(filled).splitlines(keepends=True)

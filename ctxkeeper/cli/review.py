@@ -475,10 +475,11 @@ def _purge(
 
 def _redacted(ids: set[str]) -> Callable[[Commit], None]:
     """Once the purge is committed, replace the values and reasons of every journal record of
-    ``ids`` by their digests (the team snapshot, re-rendered after it, drops the text)."""
+    ``ids`` by their digests; the team snapshot still holds the text, so it is rebuilt."""
 
     def redact(commit: Commit) -> None:
         commit.store.redact(commit.state, ids)
+        commit.records = None
 
     return redact
 

@@ -14,18 +14,22 @@ import os
 import sys
 from typing import Final
 
-from ctxkeeper.core import fsutil, teamlog
+from ctxkeeper.core import fsutil, journal, teamlog
 from ctxkeeper.core.errors import SnapshotError, StoreError
 from ctxkeeper.core.snapshotformat import HEADER_LINE, SNAPSHOT_FILE, event_line, parse, render
+from ctxkeeper.core.snapshotpatch import CannotPatchError, Key, patch_lines
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
+    from collections.abc import Callable, Iterable, Iterator, Mapping
 
     from ctxkeeper.core._types import JSONObject, JSONValue
 
 #: Under ``.context/cache/``: the digest of each snapshot path as this clone last wrote or read it.
 SEEN_FILE: Final = "snapshot-seen.json"
+#: The sort keys of the lines of the snapshot this process last patched, with the file's
+#: identity right after: while the file is unchanged the next patch need not key it again.
+_LAYOUT: dict[str, tuple[list[JSONValue] | None, list[Key]]] = {}
 
 
 def default_path(context_dir: str) -> str:
@@ -57,16 +61,32 @@ def _read_seen(context_dir: str) -> dict[str, JSONValue]:
     return value if isinstance(value, dict) else {}
 
 
-def remember(context_dir: str, path: str, sha256: str) -> None:
+def remember(context_dir: str, path: str, sha256: str, *, head: str | None = None) -> None:
     """Record that this clone holds everything in the file of this :func:`digest` (it wrote
-    or imported it)."""
+    or imported it).
+
+    :param head: the hash of the last journal record ``data`` was written from, when it was
+        written from this clone's journal: only a snapshot known to be that current is patched.
+    """
     seen = _read_seen(context_dir)
     record: dict[str, JSONValue] = {"sha256": sha256, "identity": _identity(path)}
+    if head is not None:
+        record["journal_head"] = head
     seen[os.path.abspath(path)] = record
     os.makedirs(os.path.dirname(_seen_path(context_dir)), exist_ok=True)
     # A derived cache: if a crash loses it, the next session start imports again (idempotent).
     document = json.dumps(seen, sort_keys=True).encode()
     fsutil.write_atomic(_seen_path(context_dir), document, durable=False)
+
+
+def _head(records: list[JSONObject]) -> str:
+    return str(records[-1].get("hash")) if records else journal.GENESIS
+
+
+def _written_at(context_dir: str, path: str) -> JSONValue:
+    """The journal head the file at ``path`` was last written from here (None: unknown)."""
+    record = _read_seen(context_dir).get(os.path.abspath(path))
+    return record.get("journal_head") if isinstance(record, dict) else None
 
 
 def unseen(context_dir: str, path: str) -> bool:
@@ -131,13 +151,11 @@ def write(
     *,
     path: str | None = None,
     force: bool = False,
-    previous: bytes | None = None,
 ) -> JSONObject:
     """Write the snapshot of ``entries`` and the journal ``records``; return what was written.
 
     :param force: write even over a snapshot this clone has not seen (the caller has just
         imported it).
-    :param previous: the file's bytes, when the caller has just read them (an import).
     :raise SnapshotError: a secret-shaped string is in the store, or the file holds events
         this clone has not imported; nothing is written.
     """
@@ -152,7 +170,7 @@ def write(
             "`ctxkeeper import` first, which merges them, so no teammate's work is dropped",
         )
     data = render(entry_list, events)
-    old = previous if previous is not None else fsutil.read_bytes(target)
+    old = fsutil.read_bytes(target)
     # Lines already checked need no second look: those of the file this clone wrote or just
     # imported (``force``), which passed the same checks on their way in.
     checked = set(old.split(b"\n")) if old is not None else set()
@@ -174,7 +192,7 @@ def write(
     if changed:
         _expect(context_dir, target, sha256)
         fsutil.write_atomic(target, data)
-    remember(context_dir, target, sha256)
+    remember(context_dir, target, sha256, head=_head(record_list))
     return {
         "path": target,
         "entries": len(entry_list),
@@ -238,15 +256,55 @@ def _note_failure(context_dir: str, path: str, detail: str) -> None:
         pass
 
 
+def _with_newlines(lines: list[bytes]) -> Iterator[bytes]:
+    for line in lines:
+        yield line
+        yield b"\n"
+
+
 def auto_refresh(
     context_dir: str,
     entries: Mapping[str, JSONObject],
+    committed: list[JSONObject] | None,
     read_journal: Callable[[], list[JSONObject]],
 ) -> None:
-    """Re-render the default snapshot whole after a write (at a checkpoint); a problem is a
-    notice, never a failure (the write itself is recorded)."""
+    """Refresh the default snapshot after a write; a problem is a notice, never a failure (the
+    write itself is recorded).
+
+    :param committed: the journal records the write appended, when they are all that changed
+        since the snapshot was last written: the file is then patched, not rebuilt.
+    """
     target = default_path(context_dir)
     try:
+        identity = _identity(target)
+        # Patch only a file written just before these records (con-022-8d85): one a failed or
+        # killed refresh left behind would otherwise miss that write's events for good.
+        if (
+            committed
+            and identity is not None
+            and not unseen(context_dir, target)
+            and _written_at(context_dir, target) == committed[0].get("prev")
+            and (lines := fsutil.read_lines(target)) is not None
+        ):
+            known = _LAYOUT.get(target)
+            keys = known[1] if known is not None and known[0] == identity else None
+            try:
+                lines, keys = patch_lines(lines, committed, entries, keys=keys)
+            except CannotPatchError:
+                pass  # not laid out as written here (an older version): rebuild it
+            else:
+                # Hashed and written line by line: a 50 MB snapshot is held once, as lines.
+                parts = list(_with_newlines(lines))
+                hashed = hashlib.sha256()
+                for part in parts:
+                    hashed.update(part)
+                sha256 = hashed.hexdigest()
+                _expect(context_dir, target, sha256)
+                fsutil.write_atomic(target, parts)
+                remember(context_dir, target, sha256, head=_head(committed))
+                _LAYOUT.clear()
+                _LAYOUT[target] = (_identity(target), keys)
+                return
         write(context_dir, entries.values(), read_journal())
     except (SnapshotError, OSError) as exc:
         detail = exc.strerror if isinstance(exc, OSError) else str(exc)

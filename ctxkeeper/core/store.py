@@ -159,6 +159,9 @@ class Commit:
     config: Config
     wrote: bool
     """Whether anything reached the journal or the entry file."""
+    records: list[JSONObject] | None
+    """The records a derived file made at the previous commit lacks (None: unknown, after a
+    crash or a purge: rebuild it whole rather than patch it)."""
     done: set[str] = field(default_factory=set)
     """Derived files a transaction's own listener already brought up to date, by name."""
 
@@ -436,13 +439,15 @@ class Store:
                 return
             _LAGGING.pop(self.dir, None)
             wrote = bool(txn.events or manual or observed or tail)
-            if wrote:
-                self._commit(state, [*observed, *manual], txn.events)
+            committed = self._commit(state, [*observed, *manual], txn.events) if wrote else []
             if unrecorded is not None:
                 # Once committed (a refused write leaves no file behind): the journal holds
                 # this policy now, so no later write looks again.
                 policywatch.journaled(self.dir, config)
-            commit = Commit(self, state, config, wrote)
+            # The derived files lack the journal's tail past the entry file too (checkpoint
+            # lag, or a crash): they are patched with it where they were written just before
+            # it, and rebuilt otherwise (con-022-8d85).
+            commit = Commit(self, state, config, wrote, [*tail, *committed])
             for listener in [*txn.listeners, *_LISTENERS]:
                 listener(commit)
 

@@ -27,13 +27,16 @@ def refresh_scope_index(commit: Commit) -> None:
 
 
 def refresh_snapshot(commit: Commit) -> None:
-    """Re-render the team snapshot whole after a write under ``auto_export``."""
+    """Refresh the team snapshot after a write under ``auto_export``: patched with the records
+    it lacks when they are known, else rebuilt."""
     if not (commit.wrote and commit.config.auto_export) or SNAPSHOT in commit.done:
         return
     # Loaded only when a refresh is due: the hooks that write rarely need the snapshot code.
     from ctxkeeper.core import snapshot
 
-    snapshot.auto_refresh(commit.store.dir, commit.state.entries, commit.store.read_journal)
+    snapshot.auto_refresh(
+        commit.store.dir, commit.state.entries, commit.records, commit.store.read_journal
+    )
 
 
 store.on_commit(refresh_scope_index)

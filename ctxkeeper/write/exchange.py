@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
+import itertools
+import operator
 import os
 from typing import Final
 
@@ -30,6 +32,7 @@ from ctxkeeper.core.model import (
 )
 from ctxkeeper.core.snapshot import default_path, digest, holds, untouched
 from ctxkeeper.core.snapshotformat import Snapshot, event_order, normal_entry, parse, same_event
+from ctxkeeper.core.snapshotpatch import CannotPatchError, line_key
 from ctxkeeper.write import derived, heldback
 from ctxkeeper.write.similarity import matching_tombstone
 
@@ -72,11 +75,11 @@ def export_snapshot(store: Store, path: str | None = None) -> JSONObject:
 
 
 def _snapshot_written(
-    read: tuple[str, str] | None, export_to: str | None, data: bytes | None = None
+    read: tuple[str, str] | None, export_to: str | None
 ) -> Callable[[Commit], None]:
     """The listener of a transaction that read the snapshot file ``read`` (its path and the
-    digest of the bytes imported, ``data``: remembered as seen, so it is exported over and not
-    imported again) or writes one to ``export_to``, or both."""
+    digest of the bytes imported: remembered as seen, so it is exported over and not imported
+    again) or writes one to ``export_to``, or both."""
 
     def written(commit: Commit) -> None:
         directory = commit.store.dir
@@ -86,17 +89,15 @@ def _snapshot_written(
             force = read is not None and read[0] == export_to  # just imported: nothing is lost
             journal = commit.store.read_journal()
             snapshot.write(
-                directory,
-                commit.state.entries.values(),
-                journal,
-                path=export_to,
-                force=force,
-                previous=data if force else None,
+                directory, commit.state.entries.values(), journal, path=export_to, force=force
             )
             commit.done.add(derived.SNAPSHOT)
-        elif read is not None and read[0] == default_path(directory):
-            # An import of the default file decided itself whether it needs rewriting.
-            commit.done.add(derived.SNAPSHOT)
+        elif read is not None:
+            if read[0] == default_path(directory):
+                # An import of the default file decided itself whether it needs rewriting.
+                commit.done.add(derived.SNAPSHOT)
+            else:
+                commit.records = None  # one of another file: the default one is rebuilt
 
     return written
 
@@ -189,14 +190,17 @@ def _merged(
         report = _merge(store, tx, snapshot, source, who)
         held = _HELD.pop(id(tx), [])
         export_to = None
-        if tx.config.auto_export and source == default_path(store.dir):
-            # Re-rendered whole, and written only where its bytes change: a teammate's export
-            # pulled as is stays; a union merge's file becomes the normal form (one line per
-            # event, sorted, the entries as every clone now holds them). A held-back event is
-            # not this clone's to pass on: the rewrite leaves it out (it reaches the team from
-            # the clone that made it, through the team's review).
+        if (
+            tx.config.auto_export
+            and source == default_path(store.dir)
+            and (report.get("held_back") or not _already_normal(data, snapshot, tx, report))
+        ):
+            # A held-back event is not this clone's to pass on: the rewrite leaves it out (it
+            # reaches the team from the clone that made it, through the team's review).
+            # Rewrite the merged file in its normal form: one line per event, sorted, the
+            # entries as every clone now holds them.
             export_to = source
-        tx.after_commit(_snapshot_written(read, export_to, data))
+        tx.after_commit(_snapshot_written(read, export_to))
     if held or kept:
         arrived = [str(event["event"]) for event in tx.events if "event" in event]
         heldback.keep(store, held, arrived)
@@ -219,6 +223,26 @@ def recheck_held(store: Store) -> JSONObject | None:
         return None
     with _no_cycle_collection():
         return _import(store, (path, digest(data)), data, dict(IMPORT_ACTOR), False)
+
+
+def _already_normal(data: bytes, snapshot: Snapshot, tx: Transaction, report: JSONObject) -> bool:
+    """True when the file already says what an export would: it holds every event this
+    clone has, each line once and in order, and the entries as they now stand. A teammate's
+    export pulled as is needs no rewrite; a union merge's file does."""
+    if report.get("local_only_events"):
+        return False
+    if len(snapshot.entries) != len(tx.entries):
+        return False
+    if any(tx.entries.get(str(entry["id"])) != entry for _, entry in snapshot.entries):
+        return False
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()  # the newline that ends the file
+    try:
+        keys = list(map(line_key, lines))  # an empty line in between cannot be keyed
+    except CannotPatchError:
+        return False
+    return all(map(operator.lt, keys, itertools.islice(keys, 1, None)))
 
 
 def _merge(
