@@ -42,8 +42,8 @@ sys.path.insert(0, str(ROOT))
 from ctxkeeper.cli.doctor import run_doctor
 from ctxkeeper.core import journal
 from ctxkeeper.core.model import clean_fields, contract_floors, new_entry, ordered
-from ctxkeeper.core.snapshot import default_path
 from ctxkeeper.core.store import ENTRIES_FILE, JOURNAL_FILE, State, Store, render_entries_document
+from ctxkeeper.team.snapshot import default_path
 from ctxkeeper.write.exchange import export_snapshot, import_snapshot
 
 TYPE_CHECKING = False

@@ -19,12 +19,13 @@ import time
 
 import pytest
 
-from ctxkeeper.core import journal, snapshot, teamlog
+from ctxkeeper.core import journal
 from ctxkeeper.core import store as store_module
 from ctxkeeper.core.errors import BelowFloorError
-from ctxkeeper.core.snapshotformat import render
 from ctxkeeper.core.store import ENTRIES_FILE, JOURNAL_FILE, Store
 from ctxkeeper.mcp import checkpoints
+from ctxkeeper.team import snapshot, teamlog
+from ctxkeeper.team.snapshotformat import render
 from ctxkeeper.write.verbs import record_entry, update_entry, user_actor
 from tests.conftest import REPO_ROOT, constraint_fields
 from tests.hook_harness import edit, run_hook

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxkeeper.core import secretscan, snapshotformat
+from ctxkeeper.core import secretscan
 from ctxkeeper.core.errors import SnapshotError
+from ctxkeeper.team import snapshotformat
 
 PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from ctxkeeper.cli import gitsetup, mergedriver
-from ctxkeeper.core import fsutil, snapshot, snapshotformat
+from ctxkeeper.core import fsutil
 from ctxkeeper.core.errors import SnapshotError, UsageError
-from ctxkeeper.core.snapshotformat import parse
 from ctxkeeper.core.store import Store
+from ctxkeeper.team import gitsetup, mergedriver, snapshot, snapshotformat
+from ctxkeeper.team.snapshotformat import parse
 from ctxkeeper.write import exchange
 from ctxkeeper.write.verbs import (
     agent_actor,
@@ -402,9 +402,9 @@ class TestPatchedRefresh:
         self, filled: Store, tmp_path: Path
     ) -> None:
         from ctxkeeper.cli.review import decide
-        from ctxkeeper.core import teamlog
-        from ctxkeeper.core.snapshotformat import render
-        from ctxkeeper.core.snapshotpatch import patched
+        from ctxkeeper.team import teamlog
+        from ctxkeeper.team.snapshotformat import render
+        from ctxkeeper.team.snapshotpatch import patched
 
         ids = sorted(filled.load().entries)
         con, dec, pip = ids
@@ -440,7 +440,7 @@ class TestPatchedRefresh:
 
 class TestEdges:
     def test_the_patch_refuses_what_it_did_not_lay_out(self) -> None:
-        from ctxkeeper.core.snapshotpatch import CannotPatchError, line_key, patched
+        from ctxkeeper.team.snapshotpatch import CannotPatchError, line_key, patched
 
         with pytest.raises(CannotPatchError):
             patched(b'{"entry":{"id":"x"}}\n', [], {})  # no header line

@@ -18,12 +18,13 @@ from typing import Any
 import pytest
 
 from ctxkeeper.cli.doctor import run_doctor
-from ctxkeeper.core import journal, snapshotformat
+from ctxkeeper.core import journal
 from ctxkeeper.core.errors import SnapshotError
-from ctxkeeper.core.snapshotformat import MAX_LINE_BYTES
 from ctxkeeper.core.store import Store
 from ctxkeeper.mcp.toolcall import run_tool
 from ctxkeeper.mcp.tools import load_tools
+from ctxkeeper.team import snapshotformat
+from ctxkeeper.team.snapshotformat import MAX_LINE_BYTES
 from ctxkeeper.write.exchange import export_snapshot, import_snapshot
 from ctxkeeper.write.verbs import agent_actor, record_entry, update_entry, user_actor
 from tests.conftest import (

@@ -18,9 +18,10 @@ import textwrap
 
 import pytest
 
-from ctxkeeper.core import journal, snapshot, teamlog
-from ctxkeeper.core.snapshotformat import SNAPSHOT_VERSION, render
+from ctxkeeper.core import journal
 from ctxkeeper.core.store import ENTRIES_FILE, JOURNAL_FILE, Store
+from ctxkeeper.team import snapshot, teamlog
+from ctxkeeper.team.snapshotformat import SNAPSHOT_VERSION, render
 from ctxkeeper.write.verbs import record_entry, user_actor
 from tests.conftest import REPO_ROOT, constraint_fields
 from tests.mcp_wire import McpSession

@@ -167,7 +167,7 @@ def _check(store: Store, report: Report) -> _Findings:
 
 def _check_shareable(store: Store, found: _Findings, report: Report) -> None:
     """Journal records the team snapshot must not carry: one stops every refresh of it."""
-    from ctxkeeper.core import snapshot
+    from ctxkeeper.team import snapshot
 
     if not found.journal_readable or found.journal_future:
         return

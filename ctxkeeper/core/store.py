@@ -37,15 +37,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Final
 
-from ctxkeeper.core import (
-    fsutil,
-    handedits,
-    journal,
-    journalfile,
-    policywatch,
-    teamlog,
-    times,
-)
+from ctxkeeper.core import fsutil, handedits, journal, journalfile, policywatch, times
 from ctxkeeper.core.config import Config, default_document, parse_config
 from ctxkeeper.core.entriesfile import (
     ENTRIES_FILE,
@@ -734,9 +726,6 @@ def _readable(state: State) -> State:
     return replace(state, entries=kept, skipped=skipped)
 
 
-_SHARED_FIELDS: Final = frozenset(teamlog.EVENT_FIELDS)
-
-
 class Transaction:
     """Mutations staged against a locked :class:`State`; the store journals them on exit."""
 
@@ -808,10 +797,9 @@ class Transaction:
         self._stage(entry_id, after)
 
     def adopt(self, event: Mapping[str, JSONValue], before: JSONObject | None) -> None:
-        """Stage a teammate's event as it was born (identity, time, actor, parents)."""
-        # A snapshot's event holds the shared fields and no others: copied whole, without the
-        # field-by-field copy of a journal record (a tenth of a large import's merge).
-        adopted = dict(event) if event.keys() == _SHARED_FIELDS else teamlog.shared_fields(event)
+        """Stage a teammate's event as it was born (identity, time, actor, parents): ``event``
+        holds the fields the team shares and no others (the caller's to make sure)."""
+        adopted = dict(event)
         adopted["before"] = before
         self.events.append(adopted)
         after = event.get("after")

@@ -267,7 +267,7 @@ def _with_drift(note: str | None, drift: object) -> str | None:
 def _import_team_snapshot(store: Store) -> str | None:
     """Import ``.context/snapshot.jsonl`` when it holds what this clone has not seen (after
     ``git pull``, in a fresh clone); one line for the person on what arrived, or why not."""
-    from ctxkeeper.core import snapshot
+    from ctxkeeper.team import snapshot
 
     path = snapshot.default_path(store.dir)
     changed = os.path.isfile(path) and not snapshot.untouched(store.dir, path)

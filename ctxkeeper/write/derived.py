@@ -32,7 +32,7 @@ def refresh_snapshot(commit: Commit) -> None:
     if not (commit.wrote and commit.config.auto_export) or SNAPSHOT in commit.done:
         return
     # Loaded only when a refresh is due: the hooks that write rarely need the snapshot code.
-    from ctxkeeper.core import snapshot
+    from ctxkeeper.team import snapshot
 
     snapshot.auto_refresh(
         commit.store.dir, commit.state.entries, commit.records, commit.store.read_journal

@@ -1,7 +1,7 @@
 """Team sharing: export the store as a snapshot, and import a teammate's.
 
 An import adds the events this clone has not seen, each as it was born, and moves every entry
-they touch to the version :func:`ctxkeeper.core.teamlog.resolve` folds its events to, so every
+they touch to the version :func:`ctxkeeper.team.teamlog.resolve` folds its events to, so every
 clone holding the same events holds the same entries. It is idempotent (a second import adds
 nothing) and non-destructive (nothing local is dropped). The file is untrusted: it is checked
 whole before anything is written, and a refused import leaves every file as it was.
@@ -17,7 +17,7 @@ import operator
 import os
 from typing import Final
 
-from ctxkeeper.core import fsutil, snapshot, snapshotformat, teamlog, times, upstream
+from ctxkeeper.core import fsutil, times
 from ctxkeeper.core.changes import propose
 from ctxkeeper.core.errors import CtxkeeperError, SnapshotError, StateError, UsageError
 from ctxkeeper.core.journal import JOURNAL_VERSION, canonical, is_redacted
@@ -30,9 +30,10 @@ from ctxkeeper.core.model import (
     revision_of,
     stored_problems,
 )
-from ctxkeeper.core.snapshot import default_path, digest, holds, untouched
-from ctxkeeper.core.snapshotformat import Snapshot, event_order, normal_entry, parse, same_event
-from ctxkeeper.core.snapshotpatch import CannotPatchError, line_key
+from ctxkeeper.team import snapshot, snapshotformat, teamlog, upstream
+from ctxkeeper.team.snapshot import default_path, digest, holds, untouched
+from ctxkeeper.team.snapshotformat import Snapshot, event_order, normal_entry, parse, same_event
+from ctxkeeper.team.snapshotpatch import CannotPatchError, line_key
 from ctxkeeper.write import derived, heldback
 from ctxkeeper.write.similarity import matching_tombstone
 
@@ -113,7 +114,7 @@ def import_snapshot(
     """Merge a snapshot into the store; return what arrived.
 
     A person's event in the file counts as a person's only when the team's reviewed history
-    holds it (:mod:`ctxkeeper.core.upstream`) or ``vouched_by_actor``; any other is held back
+    holds it (:mod:`ctxkeeper.team.upstream`) or ``vouched_by_actor``; any other is held back
     and presented for review as the agent's (see :func:`_held_back`).
 
     :param fence: where ``path`` may be: ``"context"`` (inside ``.context/``, the agent's
@@ -300,7 +301,7 @@ def _merge(
     for event in sorted(foreign, key=event_order):
         # Its before-value is the version its parents name, already in the journal: kept as
         # null rather than a second copy (get_entry shows it from the parents).
-        tx.adopt(event, None)
+        tx.adopt(teamlog.shared_fields(event), None)
         last[str(event["id"])] = str(event["event"])
     at = times.now_iso()
     for entry_id in touched:
@@ -334,7 +335,7 @@ HELD_ACTOR: Final = {"origin": "agent", "session_id": None}
 
 def _held_back(store: Store, foreign: list[JSONObject]) -> list[JSONObject]:
     """The arriving events that claim to be a person's and that neither this clone made nor
-    the team's reviewed history holds (ctxkeeper.core.upstream), with every arriving event
+    the team's reviewed history holds (ctxkeeper.team.upstream), with every arriving event
     that follows one of them (it builds on what they claim). git is read only when an arriving
     event claims a person."""
     claims = [event for event in foreign if _claims_a_person(event)]

@@ -34,7 +34,7 @@ from ctxkeeper.core.model import (
     ordered,
     stored_problems,
 )
-from ctxkeeper.core.teamlog import EVENT_FIELDS, OPTIONAL_FIELDS, STANDS_FOR
+from ctxkeeper.team.teamlog import EVENT_FIELDS, OPTIONAL_FIELDS, STANDS_FOR
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
