@@ -26,6 +26,7 @@ if ROOT not in sys.path:
 from ctxkeeper.core import times
 from ctxkeeper.core.model import clean_fields, contract_floors, new_entry
 from ctxkeeper.core.store import Store
+from ctxkeeper.write import derived  # noqa: F401  # writes refresh the index, as every door's do
 from ctxkeeper.write.verbs import user_actor
 
 TYPE_CHECKING = False

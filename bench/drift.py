@@ -33,6 +33,7 @@ from ctxkeeper.core import times
 from ctxkeeper.core.model import clean_fields, contract_floors, new_entry
 from ctxkeeper.core.store import Store
 from ctxkeeper.read.drift import check_drift
+from ctxkeeper.write import derived  # noqa: F401  # writes refresh the index, as every door's do
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

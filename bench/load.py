@@ -220,9 +220,10 @@ def cli_worker(number: int, project: str, deadline: float, out: Outcome) -> None
 
 def check(project: str, outcomes: Sequence[Outcome]) -> list[str]:
     """Every acknowledged write is there; the journal, the entries and the snapshot agree."""
-    from ctxkeeper.core import journal, snapshot, teamlog
-    from ctxkeeper.core.snapshotformat import render
+    from ctxkeeper.core import journal
     from ctxkeeper.core.store import Store
+    from ctxkeeper.team import snapshot, teamlog
+    from ctxkeeper.team.snapshotformat import render
 
     problems: list[str] = []
     store = Store.open(project)

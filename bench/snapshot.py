@@ -17,8 +17,7 @@ file: a plain ``json.loads`` of every line of the snapshot.
 
 Targets (issue): the import of 10,000 entries / 50,000 events under 5 s on this machine, and
 every time growing about linearly (10x entries, about 10x time). ``--profile`` prints where
-the largest import spends its time in this process: its caches warm from the build, and a
-large file's checks, which run in a second process, left out.
+the largest import spends its time in this process (its caches warm from the build).
 """
 
 from __future__ import annotations
@@ -43,8 +42,8 @@ sys.path.insert(0, str(ROOT))
 from ctxkeeper.cli.doctor import run_doctor
 from ctxkeeper.core import journal
 from ctxkeeper.core.model import clean_fields, contract_floors, new_entry, ordered
-from ctxkeeper.core.snapshot import default_path
 from ctxkeeper.core.store import ENTRIES_FILE, JOURNAL_FILE, State, Store, render_entries_document
+from ctxkeeper.team.snapshot import default_path
 from ctxkeeper.write.exchange import export_snapshot, import_snapshot
 
 TYPE_CHECKING = False
@@ -226,8 +225,7 @@ def _import_here(clone_dir: str, events: int, size: int) -> None:
     # ru_maxrss keeps the pages a forked child shared with its parent before exec (the whole
     # benchmark's store): Linux's VmHWM is this process's own peak.
     peak = _own_peak() or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 1e6
-    helpers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * scale / 1e6
-    figures = {"import": import_ms, "reimport": reimport_ms, "rss": peak, "child_rss": helpers}
+    figures = {"import": import_ms, "reimport": reimport_ms, "rss": peak}
     print(json.dumps(figures))
 
 
@@ -259,7 +257,7 @@ def measure(folder: str, size: int, repeat: int, profile: bool) -> dict[str, flo
         figures = import_in_child(clone.root, events=events, size=size)
         imports.append(figures["import"])
         reimports.append(figures["reimport"])
-        peaks.append((figures["rss"], figures["child_rss"]))
+        peaks.append(figures["rss"])
         assert Path(default_path(clone.dir)).read_bytes() == snapshot  # every clone alike
         if attempt == repeat - 1 and not run_doctor(clone, actor=USER).ok:
             raise SystemExit("doctor refused the clone after the import")
@@ -278,8 +276,7 @@ def measure(folder: str, size: int, repeat: int, profile: bool) -> dict[str, flo
         "export": export_ms,
         "import": statistics.median(imports),
         "reimport": statistics.median(reimports),
-        "rss": max(own for own, _ in peaks),
-        "checker_rss": max(checker for _, checker in peaks),
+        "rss": max(peaks),
     }
 
 
@@ -318,14 +315,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{row['import'] / base:5.1f}x / {row['reimport'] / base:5.1f}x"
         )
     for row in rows:
-        print(
-            f"peak memory of the import of {row['size']} entries: {row['rss']:.0f} MB"
-            + (
-                f", and at most {row['checker_rss']:.0f} MB in the process checking it"
-                if row["checker_rss"]
-                else " (checked in the import process)"
-            )
-        )
+        print(f"peak memory of the import of {row['size']} entries: {row['rss']:.0f} MB")
     if len(rows) > 1:
         small, large = rows[0], rows[-1]
         scale = large["size"] / small["size"]

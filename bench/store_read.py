@@ -15,6 +15,7 @@ import time
 from ctxkeeper.core import journal
 from ctxkeeper.core._types import JSONObject
 from ctxkeeper.core.store import ENTRIES_FILE, JOURNAL_FILE, State, Store, render_entries_document
+from ctxkeeper.write import derived  # noqa: F401  # a write refreshes the index, as every door's does
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
 ACTOR: JSONObject = {"origin": "user", "user": "bench"}

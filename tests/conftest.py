@@ -10,9 +10,7 @@ import pytest
 from ctxkeeper.cli.agentenv import AGENT_ENV_VARS
 from ctxkeeper.core import frozen
 from ctxkeeper.core import store as store_module
-from ctxkeeper.core.errors import SnapshotError
 from ctxkeeper.core.store import Store
-from ctxkeeper.write import importcheck
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -149,20 +147,3 @@ def snapshot_dir(path: str) -> dict[str, bytes]:
             with open(full, "rb") as handle:
                 files[os.path.relpath(full, path)] = handle.read()
     return files
-
-
-def check_every_import_elsewhere(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Make every snapshot count as large, so its checks run in the second process
-    (ctxkeeper.write.importcheck); return the paths whose checks ran here instead (the
-    fallback when that process gives no verdict), as they happen."""
-    monkeypatch.setattr(importcheck, "CHECK_ELSEWHERE_BYTES", 0)
-    monkeypatch.setattr(importcheck, "_processors", lambda: 2)
-    here: list[str] = []
-    real = importcheck._checked_here
-
-    def spied(path: str, data: bytes) -> SnapshotError | None:
-        here.append(path)
-        return real(path, data)
-
-    monkeypatch.setattr(importcheck, "_checked_here", spied)
-    return here

@@ -20,8 +20,8 @@ import pytest
 
 from ctxkeeper.cli import review, statusreport, term, views
 from ctxkeeper.cli.app import main
-from ctxkeeper.core import snapshot
 from ctxkeeper.core.store import Store
+from ctxkeeper.team import snapshot
 from ctxkeeper.write import exchange
 from ctxkeeper.write.verbs import (
     agent_actor,

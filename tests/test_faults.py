@@ -34,9 +34,10 @@ from dataclasses import dataclass, field
 import pytest
 
 from ctxkeeper.cli.doctor import run_doctor
-from ctxkeeper.core import fsutil, journal, journalfile, scopeindex, snapshot, teamlog
-from ctxkeeper.core.snapshotformat import parse, render
+from ctxkeeper.core import fsutil, journal, journalfile, scopeindex
 from ctxkeeper.core.store import ENTRIES_FILE, JOURNAL_FILE, State, Store
+from ctxkeeper.team import snapshot, teamlog
+from ctxkeeper.team.snapshotformat import parse, render
 from ctxkeeper.write.verbs import record_entry, update_entry, user_actor
 from tests.conftest import REPO_ROOT
 
@@ -200,11 +201,10 @@ def _commit(fire: Callable[[], bool], rng: random.Random) -> None:
         state: State,
         manual: list[JSONObject],
         events: list[JSONObject],
-        gate: Callable[[], None] | None,
     ) -> list[JSONObject]:
         if fire():
             _die()
-        return real(self, state, manual, events, gate)
+        return real(self, state, manual, events)
 
     Store._commit = patched  # type: ignore[method-assign]
 

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from ctxkeeper.core import snapshotformat, times
+from ctxkeeper.core import times
 from ctxkeeper.core.errors import CtxkeeperError, SnapshotError, UsageError, ValidationError
 from ctxkeeper.core.model import EDITABLE_FIELDS, KINDS, clean_fields, contract_floors
 from ctxkeeper.core.scope import covers, normalize_scope, relative_path
@@ -28,6 +28,7 @@ from ctxkeeper.core.store import Store
 from ctxkeeper.mcp import jsonrpc
 from ctxkeeper.mcp.server import Session, serve
 from ctxkeeper.mcp.tools import load_tools
+from ctxkeeper.team import snapshotformat
 from ctxkeeper.write.exchange import import_snapshot
 from ctxkeeper.write.verbs import user_actor
 from tests.conftest import FIELDS

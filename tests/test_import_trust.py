@@ -20,8 +20,9 @@ import sys
 from typing import Any
 
 from ctxkeeper.cli.review import decide
-from ctxkeeper.core import changes, teamlog
+from ctxkeeper.core import changes
 from ctxkeeper.core.store import Store
+from ctxkeeper.team import teamlog
 from ctxkeeper.write.verbs import agent_actor, record_entry, update_entry, user_actor
 from tests.hook_harness import run_hook
 from tests.mcp_wire import McpSession, child_env

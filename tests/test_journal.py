@@ -59,8 +59,7 @@ class TestChain:
         assert any(message in p for p in problems), problems
 
     def test_sealed_lines_are_the_canonical_encoding(self) -> None:
-        # The journal line reuses the encoding of `after`; it must be byte-identical to a
-        # plain canonical encoding of the record, whatever the record holds.
+        # Whatever a record holds, its line is its canonical encoding and its hash verifies.
         tricky: JSONObject = {
             "id": "con-009-abcd",
             "rule": 'quote " and \\ and \u00e9 and \x00 nul',

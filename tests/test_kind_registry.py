@@ -14,7 +14,7 @@ from ctxkeeper.cli.app import main
 from ctxkeeper.core import model
 from ctxkeeper.core.errors import ValidationError
 from ctxkeeper.core.model import FieldSpec, KindSpec
-from ctxkeeper.core.snapshotformat import _CHECKED_FIELDS
+from ctxkeeper.team.snapshotformat import _CHECKED_FIELDS
 from ctxkeeper.core.store import Store
 from ctxkeeper.mcp.toolcall import run_tool
 from ctxkeeper.mcp.tools import load_tools

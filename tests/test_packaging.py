@@ -315,7 +315,7 @@ class TestLauncherIsolation:
 
 # Issue 9's layout: each layer may import only the layers listed before it (README,
 # "Development"), so the MCP door never reaches the person's door and core stands alone.
-LAYERS = ("core", "write", "read", "mcp", "cli", "plugin")
+LAYERS = ("core", "team", "write", "read", "mcp", "cli", "plugin")
 
 
 def _layers_imported(source: str) -> set[str]:

@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from ctxkeeper.cli import gitsetup, mergedriver
-from ctxkeeper.core import fsutil, snapshot
+from ctxkeeper.core import fsutil
 from ctxkeeper.core.errors import SnapshotError, UsageError
-from ctxkeeper.core.snapshotformat import parse
 from ctxkeeper.core.store import Store
+from ctxkeeper.team import gitsetup, mergedriver, snapshot, snapshotformat
+from ctxkeeper.team.snapshotformat import parse
 from ctxkeeper.write import exchange
 from ctxkeeper.write.verbs import (
     agent_actor,
@@ -134,6 +134,73 @@ class TestExport:
                 exchange.export_snapshot(filled, path)
         exchange.export_snapshot(filled, ".context/copy.jsonl")  # the control
         assert os.path.exists(os.path.join(filled.dir, "copy.jsonl"))
+
+
+def _as_version_1(data: bytes) -> bytes:
+    """The file as ctxkeeper wrote it before entry lines had versions (snapshot version 1)."""
+    lines = [json.loads(line) for line in data.splitlines()]
+    out = [b'{"ctxkeeper_snapshot":1}']
+    for line in lines[1:]:
+        if "entry" in line:
+            del line["version"]
+        out.append(json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode())
+    return b"\n".join(out) + b"\n"
+
+
+def _union(ours: bytes, theirs: bytes) -> bytes:
+    """Git's union merge of two sides with no common base: our lines, then theirs not in ours."""
+    mine = ours.splitlines()
+    return b"\n".join([*mine, *(line for line in theirs.splitlines() if line not in mine)]) + b"\n"
+
+
+class TestVersionedLines:
+    def test_an_export_versions_every_entry_line_and_states_the_highest_in_its_header(
+        self, filled: Store
+    ) -> None:
+        lines = [json.loads(line) for line in _snap(filled).splitlines()]
+        assert lines[0] == {"ctxkeeper_snapshot": snapshotformat.SNAPSHOT_VERSION}
+        entry_lines = [line for line in lines if "entry" in line]
+        event_lines = [line for line in lines if "journal" in line]
+        assert len(entry_lines) == 3
+        assert {line["version"] for line in entry_lines} == {snapshotformat.ENTRY_VERSION}
+        highest = max(
+            snapshotformat.ENTRY_VERSION, *(line["journal"]["version"] for line in event_lines)
+        )
+        assert lines[0]["ctxkeeper_snapshot"] == highest
+
+    def test_a_union_of_a_version_1_and_a_version_2_file_is_read_and_imported(
+        self, filled: Store, tmp_path: Path
+    ) -> None:
+        current = _snap(filled)
+        old = _as_version_1(current)
+        assert old != current  # the control: the old layout really differs
+        assert b'"version":2}' not in old.split(b"\n", 1)[1].split(b'{"journal"')[0]
+        merged = _union(old, current)
+        assert merged.count(b"ctxkeeper_snapshot") == 2  # both headers kept by the union
+        read = parse(merged, "snapshot.jsonl")
+        ids = set(filled.load().entries)
+        assert {str(entry["id"]) for _, entry in read.entries} == ids
+        assert len(read.entries) == 2 * len(ids)  # each entry in both spellings
+        theirs = _clone(tmp_path, "theirs", filled)
+        (tmp_path / "theirs" / ".context" / "snapshot.jsonl").write_bytes(merged)
+        report = exchange.import_snapshot(theirs, actor=user_actor())
+        assert report["total_entries"] == len(ids)
+        assert theirs.load().entries == filled.load().entries
+        # The import rewrote the merged file in the current layout, as every clone writes it.
+        assert _snap(theirs) == current
+
+    def test_a_line_of_a_newer_version_is_refused_by_its_line(self, filled: Store) -> None:
+        current = _snap(filled)
+        lines = current.splitlines()
+        newer = json.loads(lines[1])
+        newer["version"] = snapshotformat.ENTRY_VERSION + 1
+        lines[1] = json.dumps(newer, separators=(",", ":")).encode()
+        assert parse(current, "snapshot.jsonl").entries  # the control: the file as written
+        with pytest.raises(SnapshotError, match="entry line version 3 was written by a newer"):
+            parse(b"\n".join(lines) + b"\n", "snapshot.jsonl")
+        header = json.dumps({"ctxkeeper_snapshot": snapshotformat.SNAPSHOT_VERSION + 1})
+        with pytest.raises(SnapshotError, match="snapshot version 3 was written by a newer"):
+            parse(header.encode() + b"\n" + current, "snapshot.jsonl")
 
 
 class TestTombstonesAcrossClones:
@@ -335,9 +402,9 @@ class TestPatchedRefresh:
         self, filled: Store, tmp_path: Path
     ) -> None:
         from ctxkeeper.cli.review import decide
-        from ctxkeeper.core import teamlog
-        from ctxkeeper.core.snapshotformat import render
-        from ctxkeeper.core.snapshotpatch import patched
+        from ctxkeeper.team import teamlog
+        from ctxkeeper.team.snapshotformat import render
+        from ctxkeeper.team.snapshotpatch import patched
 
         ids = sorted(filled.load().entries)
         con, dec, pip = ids
@@ -373,11 +440,11 @@ class TestPatchedRefresh:
 
 class TestEdges:
     def test_the_patch_refuses_what_it_did_not_lay_out(self) -> None:
-        from ctxkeeper.core.snapshotpatch import CannotPatchError, line_key, patched
+        from ctxkeeper.team.snapshotpatch import CannotPatchError, line_key, patched
 
         with pytest.raises(CannotPatchError):
             patched(b'{"entry":{"id":"x"}}\n', [], {})  # no header line
-        header = b'{"ctxkeeper_snapshot":1}\n'
+        header = snapshotformat.HEADER_LINE + b"\n"
         later = b'{"entry":{"id":"dec-002-aaaa","kind":"decision"}}\n'
         earlier = b'{"entry":{"id":"dec-001-aaaa","kind":"decision"}}\n'
         with pytest.raises(CannotPatchError):

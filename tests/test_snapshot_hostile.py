@@ -18,17 +18,17 @@ from typing import Any
 import pytest
 
 from ctxkeeper.cli.doctor import run_doctor
-from ctxkeeper.core import journal, snapshotformat
+from ctxkeeper.core import journal
 from ctxkeeper.core.errors import SnapshotError
-from ctxkeeper.core.snapshotformat import MAX_LINE_BYTES
 from ctxkeeper.core.store import Store
 from ctxkeeper.mcp.toolcall import run_tool
 from ctxkeeper.mcp.tools import load_tools
+from ctxkeeper.team import snapshotformat
+from ctxkeeper.team.snapshotformat import MAX_LINE_BYTES
 from ctxkeeper.write.exchange import export_snapshot, import_snapshot
 from ctxkeeper.write.verbs import agent_actor, record_entry, update_entry, user_actor
 from tests.conftest import (
     REPO_ROOT,
-    check_every_import_elsewhere,
     constraint_fields,
     decision_fields,
     pipeline_fields,
@@ -36,7 +36,7 @@ from tests.conftest import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
     from pathlib import Path
 
     from ctxkeeper.mcp.tooldef import ToolSpec
@@ -51,19 +51,6 @@ AWS_KEY_ID = "AKIA" + "".join(_RANDOM.choice(_BASE32) for _ in range(16))
 GITHUB_TOKEN = "ghp_" + "".join(_RANDOM.choice(_ALNUM) for _ in range(36))
 NEW_ID = "con-009-beef"
 NEW_EVENT = "00000000deadbeef"
-
-
-@pytest.fixture(autouse=True, params=["checked-here", "checked-elsewhere"])
-def checks_where(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """Every case twice: checked in this process, as a small file is, and in the second
-    process a large file's checks run in (every file counts as large), so each refusal is
-    the same from either."""
-    if request.param == "checked-here":
-        yield str(request.param)
-        return
-    here = check_every_import_elsewhere(monkeypatch)
-    yield str(request.param)
-    assert here == [], "the second process gave no verdict; the checks ran here instead"
 
 
 # -- helpers ------------------------------------------------------------------------------
@@ -380,8 +367,9 @@ def _secret_as_line_type(c: Control) -> Case:
 
 def _future_snapshot_version(c: Control) -> Case:
     lines = c.lines()
-    lines[0] = {"ctxkeeper_snapshot": 2}
-    return Case(c.render(lines), 1, ["snapshot version 2", "newer ctxkeeper"], c.snapshot)
+    future = snapshotformat.SNAPSHOT_VERSION + 1
+    lines[0] = {"ctxkeeper_snapshot": future}
+    return Case(c.render(lines), 1, [f"snapshot version {future}", "newer ctxkeeper"], c.snapshot)
 
 
 def _future_event_version(c: Control) -> Case:

@@ -18,9 +18,10 @@ import textwrap
 
 import pytest
 
-from ctxkeeper.core import journal, snapshot, teamlog
-from ctxkeeper.core.snapshotformat import render
+from ctxkeeper.core import journal
 from ctxkeeper.core.store import ENTRIES_FILE, JOURNAL_FILE, Store
+from ctxkeeper.team import snapshot, teamlog
+from ctxkeeper.team.snapshotformat import SNAPSHOT_VERSION, render
 from ctxkeeper.write.verbs import record_entry, user_actor
 from tests.conftest import REPO_ROOT, constraint_fields
 from tests.mcp_wire import McpSession
@@ -571,7 +572,7 @@ class TestNewerVersion:
         done = cli(store.root, "import")
         assert done.returncode == 1
         assert "snapshot version 99" in done.stderr
-        assert "this one reads version 1" in done.stderr
+        assert f"this one reads version {SNAPSHOT_VERSION}" in done.stderr
         assert store_bytes(store)[ENTRIES_FILE] == entries_before
         # A write still works; its auto-export leaves the newer file alone and says so.
         added = cli(store.root, *add_args(RULES[1]))

@@ -19,13 +19,14 @@ from hypothesis import strategies as st
 
 from ctxkeeper.cli.doctor import run_doctor
 from ctxkeeper.cli.review import decide
-from ctxkeeper.core import fsutil, teamlog
+from ctxkeeper.core import fsutil
 from ctxkeeper.core.changes import changes_of
 from ctxkeeper.core.errors import CtxkeeperError
 from ctxkeeper.core.journal import canonical
-from ctxkeeper.core.snapshot import default_path
-from ctxkeeper.core.snapshotformat import normal_event
 from ctxkeeper.core.store import Store
+from ctxkeeper.team import teamlog
+from ctxkeeper.team.snapshot import default_path
+from ctxkeeper.team.snapshotformat import normal_event
 from ctxkeeper.write.exchange import IMPORT_ACTOR, import_snapshot
 from ctxkeeper.write.verbs import (
     agent_actor,
@@ -222,7 +223,7 @@ class Team:
         """git's union merge of ``source``'s snapshot into ``into``'s, then an import.
 
         These clones have no git: only a person's import speaks for the person's events in
-        it (ctxkeeper.core.upstream). A SessionStart import holds them back, presents them for
+        it (ctxkeeper.team.upstream). A SessionStart import holds them back, presents them for
         review, and the full sync's imports by a person then bring them in (``vouched``)."""
         if into is source:
             return

@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from ctxkeeper.cli.gitsetup import register_driver
 from ctxkeeper.cli.review import decide
-from ctxkeeper.core import teamlog
 from ctxkeeper.core.store import Store
+from ctxkeeper.team import teamlog
+from ctxkeeper.team.gitsetup import register_driver
 from ctxkeeper.write.verbs import (
     agent_actor,
     deprecate_entry,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from ctxkeeper.core import teamlog
+from ctxkeeper.team import teamlog
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

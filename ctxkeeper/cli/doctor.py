@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 from ctxkeeper.core import fsutil, journal, journalfile, scopeindex, times
+from ctxkeeper.core.entriesfile import parse_entries_document, render_entries_document
 from ctxkeeper.core.errors import CtxkeeperError, StoreError
 from ctxkeeper.core.model import ID_PATTERN, stored_problems
 from ctxkeeper.core.store import (
@@ -27,10 +28,9 @@ from ctxkeeper.core.store import (
     Store,
     entry_shape_problem,
     note_purges,
-    parse_entries_document,
-    render_entries_document,
 )
 from ctxkeeper.core.wording import counted
+from ctxkeeper.write import derived  # noqa: F401  # registers the refreshes a commit runs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -183,7 +183,7 @@ def _check_person_marks(store: Store, found: _Findings, report: Report) -> None:
 
 def _check_shareable(store: Store, found: _Findings, report: Report) -> None:
     """Journal records the team snapshot must not carry: one stops every refresh of it."""
-    from ctxkeeper.core import snapshot
+    from ctxkeeper.team import snapshot
 
     if not found.journal_readable or found.journal_future:
         return
@@ -527,7 +527,7 @@ def _repair(store: Store, found: _Findings, actor: JSONObject) -> Report:
 def _suggest_import(store: Store, kept: Mapping[str, JSONValue], done: Report) -> None:
     """Point at the team snapshot when it holds entries the repaired store does not: the
     repair could only keep what this clone's files held, and an import brings the rest back."""
-    from ctxkeeper.core import snapshot, snapshotformat
+    from ctxkeeper.team import snapshot, snapshotformat
     from ctxkeeper.core.errors import SnapshotError
 
     path = store.path("snapshot.jsonl")

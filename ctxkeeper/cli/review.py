@@ -35,8 +35,9 @@ from ctxkeeper.core.model import (
     ordered,
     revision_of,
 )
-from ctxkeeper.core.store import Transaction
+from ctxkeeper.core.store import Commit, Transaction
 from ctxkeeper.read import render
+from ctxkeeper.write import derived  # noqa: F401  # registers the refreshes a commit runs
 from ctxkeeper.write.capture import check_candidate, value_digest
 from ctxkeeper.write.verbs import require_editable, set_status
 
@@ -474,17 +475,28 @@ def _purge(
         line = f"purge the text {entry_id} still has in this journal (it left the store already): "
         blocks: JSONObject = {"value_sha256": value_digest(last), "at": at}
         tx.put("purge", entry_id, None, actor=actor, reason=reason, at=at, extra={"blocks": blocks})
-        tx.redact.add(entry_id)
+        tx.after_commit(_redacted({entry_id}))
         return [_decision("purge", last, line + render.headline(last))]
     # A purged successor's proposed supersessions would point at nothing; drop them first.
     for old_id, change in supersessions_by(tx.entries.values(), entry_id):
         done.append(_drop_change(tx, old_id, change, actor, reason, at, set()))
     blocks = {"value_sha256": value_digest(before), "at": at}
     tx.put("purge", entry_id, None, actor=actor, reason=reason, at=at, extra={"blocks": blocks})
-    tx.redact.add(entry_id)
+    tx.after_commit(_redacted({entry_id}))
     line = f"purge {entry_id} and its text from the store, the journal and the snapshot: "
     done.insert(0, _decision("purge", before, line + render.headline(before)))
     return done
+
+
+def _redacted(ids: set[str]) -> Callable[[Commit], None]:
+    """Once the purge is committed, replace the values and reasons of every journal record of
+    ``ids`` by their digests; the team snapshot still holds the text, so it is rebuilt."""
+
+    def redact(commit: Commit) -> None:
+        commit.store.redact(commit.state, ids)
+        commit.records = None
+
+    return redact
 
 
 def _last_readable_value(tx: Transaction, entry_id: str) -> JSONObject | None:

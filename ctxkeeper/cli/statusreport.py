@@ -13,13 +13,14 @@ from typing import Final
 
 from ctxkeeper.cli import term
 from ctxkeeper.cli.views import labelled
-from ctxkeeper.core import fsutil, snapshot
+from ctxkeeper.core import fsutil
 from ctxkeeper.core.changes import awaiting_decision, pending_changes
+from ctxkeeper.core.entriesfile import ENTRIES_FILE, parse_entries_document
 from ctxkeeper.core.errors import StoreError
 from ctxkeeper.core.model import KINDS, STATUSES, TOMBSTONE_STATUSES
-from ctxkeeper.core.store import ENTRIES_FILE, parse_entries_document
 from ctxkeeper.core.wording import counted
 from ctxkeeper.read import render
+from ctxkeeper.team import snapshot
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -84,14 +84,14 @@ def import_(args: argparse.Namespace) -> int:
 
 
 def merge_driver(args: argparse.Namespace) -> int:
-    from ctxkeeper.cli.mergedriver import main
+    from ctxkeeper.team.mergedriver import main
 
     return main(args.files)
 
 
 def init_git(root: str, *, register: bool) -> list[str]:
     """``init``'s git part: the union-merge attribute, and the driver when a person asks."""
-    from ctxkeeper.cli.gitsetup import add_union_attribute, register_driver
+    from ctxkeeper.team.gitsetup import add_union_attribute, register_driver
 
     done = [".gitattributes"] if add_union_attribute(root) else []
     if register:

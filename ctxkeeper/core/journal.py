@@ -5,14 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from json.encoder import encode_basestring
-from typing import Final, NamedTuple, cast
+from typing import Final, NamedTuple
 
 from ctxkeeper.core.errors import CorruptFileError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from collections.abc import Iterable, Mapping
 
     from ctxkeeper.core._types import JSONObject, JSONValue
 
@@ -51,36 +50,9 @@ OPS: Final = frozenset(
 _CANONICAL: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def _c_encoder() -> Callable[[object, int], Sequence[str]] | None:
-    """The C encoder ``_CANONICAL.encode`` builds on every call, built once: an import seals
-    tens of thousands of records, and rebuilding it was a fifth of each small record's
-    encoding. Its output is the same; only the circular-reference check is left out (JSON
-    read from a file cannot loop, and a loop in memory still fails, on the recursion limit).
-    None where the C accelerator is missing or does not give ``_CANONICAL``'s bytes."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:
-        return None
-    try:
-        encoder = make(
-            None, _CANONICAL.default, json.encoder.encode_basestring, None, ":", ",",
-            True, False, True,
-        )  # fmt: skip
-        probe: JSONValue = {"b": [1, -2.5, None, True, '\u00e9\n"'], "a": {"d": {}, "c": []}}
-        if "".join(encoder(probe, 0)) != _CANONICAL.encode(probe):
-            return None
-    except (TypeError, ValueError):
-        return None
-    return cast("Callable[[object, int], Sequence[str]]", encoder)
-
-
-_ENCODER: Final = _c_encoder()
-
-
 def canonical(value: JSONValue) -> bytes:
     """The bytes a record's hash is taken over: sorted keys, no spaces, UTF-8."""
-    if _ENCODER is None:
-        return _CANONICAL.encode(value).encode()
-    return "".join(_ENCODER(value, 0)).encode()
+    return _CANONICAL.encode(value).encode()
 
 
 def record_hash(record: Mapping[str, JSONValue]) -> str:
@@ -153,16 +125,9 @@ def chain(events: Iterable[JSONObject], *, seq: int, head: str, tx: str) -> list
 def sealed(
     events: Iterable[JSONObject], *, seq: int, head: str, tx: str
 ) -> list[tuple[JSONObject, bytes]]:
-    """:func:`chain`, with each record's journal line (its canonical bytes and newline).
-
-    A version-2 record is encoded once (see :func:`_spliced`): its digested values (``after``
-    is most of its bytes) each once, for both its digest and its line, and the fields between
-    once for both the hashed body and the line (an import adopts tens of thousands of
-    records). The bytes and the hash are those :func:`canonical` and :func:`record_hash` give.
-    """
+    """:func:`chain`, with each record's journal line (its canonical bytes and newline)."""
     batch = list(events)
     out: list[tuple[JSONObject, bytes]] = []
-    digests: dict[str, tuple[bytes, bytes]] = {}  # a reason's encoding and its digest, by text
     for offset, event in enumerate(batch, start=1):
         record: JSONObject = {
             "seq": seq + offset,
@@ -171,117 +136,9 @@ def sealed(
             "tx_size": len(batch),
             "prev": head,
         }
-        version = record.get("version", 1)
-        spliced = (
-            _spliced(record, digests)
-            if isinstance(version, int) and version >= 2  # as in record_hash
-            else None
-        )
-        if spliced is None:
-            record["hash"] = head = record_hash(record)
-            out.append((record, canonical(record) + b"\n"))
-            continue
-        record["hash"] = head = spliced[0]
-        out.append((record, spliced[1]))
+        record["hash"] = head = record_hash(record)
+        out.append((record, canonical(record) + b"\n"))
     return out
-
-
-_NULLS: Final = (b"null", b"null")
-
-
-def _encoded(value: JSONValue) -> tuple[bytes, bytes]:
-    """A digested value's canonical bytes, and the bytes of its digest in the hashed body."""
-    if value is None:
-        return _NULLS
-    data = canonical(value)
-    if is_redacted(value):
-        return data, canonical(value_digest(value))
-    return data, b'"' + hashlib.sha256(data).hexdigest().encode() + b'"'
-
-
-#: How a record's fields are spelled, in sorted-key order, by the fields it holds: each as
-#: (what it is, its name, the text before its value). A batch's records share one layout.
-_Layout = list[tuple[int, str, str]]
-_PLAIN, _DIGESTED, _HASH = 0, 1, 2
-_LAYOUTS: Final[dict[tuple[str, ...], _Layout]] = {}
-_LAYOUTS_MAX: Final = 64
-
-
-def _layout(fields: tuple[str, ...]) -> _Layout:
-    layout = _LAYOUTS.get(fields)
-    if layout is None:
-        if len(_LAYOUTS) >= _LAYOUTS_MAX:
-            _LAYOUTS.clear()
-        layout = _LAYOUTS[fields] = [
-            (
-                _DIGESTED if name in DIGESTED_FIELDS else _HASH if name == "hash" else _PLAIN,
-                name,
-                ("{" if index == 0 else ",") + encode_basestring(name) + ":",
-            )
-            for index, name in enumerate(sorted([*fields, "hash"]))
-        ]
-    return layout
-
-
-def _plain(value: JSONValue) -> str:
-    """A field's canonical spelling: the common scalars directly, anything else encoded."""
-    if type(value) is str:
-        return encode_basestring(value)
-    if type(value) is int:
-        return int.__repr__(value)
-    if value is None:
-        return "null"
-    return canonical(value).decode()
-
-
-def _spliced(
-    record: JSONObject, digests: dict[str, tuple[bytes, bytes]]
-) -> tuple[str, bytes] | None:
-    """The hash and the line of a version-2 record without a hash, or None when it cannot be
-    spliced (a digested field missing).
-
-    The line and the hashed body differ only in the digested values (the body holds their
-    digests) and the hash (the line holds it, the body leaves it out): the fields between are
-    spelled once, key by key in sorted order as :func:`canonical` spells them, and each
-    digested value is encoded once for both."""
-    if not ("after" in record and "before" in record and "reason" in record) or "hash" in record:
-        return None
-    body: list[bytes] = []
-    line: list[bytes] = []
-    run: list[str] = []  # the fields spelled since the last digested value
-    hash_at = 0
-    for what, name, before in _layout(tuple(record)):
-        if what == _PLAIN:
-            run.append(before)
-            run.append(_plain(record[name]))
-            continue
-        if what == _DIGESTED:
-            run.append(before)
-        chunk = "".join(run).encode()
-        run = []
-        body.append(chunk)
-        line.append(chunk)
-        if what == _HASH:  # "after" and "before" sort first: the hash is never the first key
-            hash_at = len(line)
-            line.append(before.encode())  # the hash is added after it, once it is known
-            continue
-        value = record[name]
-        if type(value) is str:  # a reason, often repeated: encoded and digested once
-            cached = digests.get(value)
-            if cached is None:
-                cached = digests[value] = _encoded(value)
-        else:
-            cached = _encoded(value)
-        body.append(cached[1])
-        line.append(cached[0])
-    run.append("}")
-    tail = "".join(run).encode()
-    body.append(tail)
-    line.append(tail)
-    digest = hashlib.sha256(b"".join(body)).hexdigest()
-    line[hash_at] += b'"' + digest.encode() + b'"'
-    line.append(b"\n")
-    return digest, b"".join(line)
 
 
 def encode(records: Iterable[JSONObject]) -> bytes:

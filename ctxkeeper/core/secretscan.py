@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import base64
-import bisect
-import itertools
 import json
 import math
 import re
@@ -220,8 +218,7 @@ class _Rule:
     accept: Callable[[re.Match[str]], bool]
     gate: re.Pattern[str] | None = None
     """For a token with no fixed text to hint at: a pattern every match's lower-cased text
-    holds, in place of the hints. Its characters never include the separator
-    :func:`secret_kinds` joins texts with, so it is searched in all of them at once."""
+    holds, in place of the hints."""
 
 
 def _rule(
@@ -582,55 +579,15 @@ def _matched(text: str, rules: Iterable[_Rule]) -> str | None:
     return None
 
 
-#: Joins texts for :func:`secret_kinds`' hint search: no hint holds it, so no hint found in
-#: the joined text can span two texts.
-_SEPARATOR: Final = "\x00"
-assert not any(_SEPARATOR in hint for hint in _ALL_HINTS)
-
-
 def secret_kinds(texts: Iterable[str]) -> dict[str, str]:
     """The kind :func:`find_secret` gives each secret-shaped text among ``texts``, by text
-    (the others are left out): the same verdicts, with each rule hint looked for once in all
-    the texts joined rather than once in each (most texts hold no hint and need nothing more).
-    """
-    unique = list(dict.fromkeys(texts))
-    hinted = _hinted([text.lower() for text in unique])
+    (the others are left out); each distinct text is scanned once."""
     found: dict[str, str] = {}
-    for index, (hints, gated) in hinted.items():
-        # A text without any hint is one _find_in refuses at once; the rest go through the
-        # rules their hints call for.
-        kind = _matched(unique[index], _candidates(hints, gated))
+    for text in dict.fromkeys(texts):
+        kind = find_secret(text)
         if kind is not None:
-            found[unique[index]] = kind
-    for text in unique:
-        if text not in found and not (text.isascii() and text.isprintable()):
-            visible = _visible(text)  # as find_secret: the text without what does not show
-            kind = _find_in(visible) if visible != text else None
-            if kind is not None:
-                found[text] = kind
+            found[text] = kind
     return found
-
-
-def _hinted(lowered: list[str]) -> dict[int, tuple[set[str], set[int]]]:
-    """The texts that hold at least one rule hint or gate, by index: the hints each holds
-    and the rules (by place) whose gate it holds."""
-    joined = _SEPARATOR.join(lowered)
-    starts = list(itertools.accumulate((len(text) + 1 for text in lowered), initial=0))
-    hinted: dict[int, tuple[set[str], set[int]]] = {}
-    for hint in _ALL_HINTS:
-        at = joined.find(hint)
-        while at >= 0:
-            index = bisect.bisect_right(starts, at) - 1
-            hinted.setdefault(index, (set(), set()))[0].add(hint)
-            at = joined.find(hint, starts[index + 1])  # on from the next text
-    for place, rule in _GATED:
-        assert rule.gate is not None
-        found = rule.gate.search(joined)
-        while found is not None:
-            index = bisect.bisect_right(starts, found.start()) - 1
-            hinted.setdefault(index, (set(), set()))[1].add(place)
-            found = rule.gate.search(joined, starts[index + 1])
-    return hinted
 
 
 def scan_fields(fields: Mapping[str, object]) -> tuple[str, str] | None:

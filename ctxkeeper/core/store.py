@@ -1,19 +1,38 @@
-"""The store in ``.context/``: entry files and journal under one lock, with crash recovery.
+"""The store in ``.context/``: the journal and ``entries.json`` under one lock, with recovery.
 
-All entries live in one ``entries.json`` that also records how far into the journal it is
-(dec-001-21c5), so one ``stat`` per open tells whether a crash left records to replay.
+It owns the lock, crash recovery, the journal append, the fold of journal records into
+entries, and the commit of a transaction. The entry file's bytes are
+:mod:`ctxkeeper.core.entriesfile`'s; every other file (the hooks' index, the team snapshot)
+belongs to the layer that derives it, which registers an after-commit listener
+(:func:`on_commit`, :meth:`Transaction.after_commit`): the store imports none of them.
+
+One invariant: **the journal is the record.** Every change is appended to the hash-chained
+journal durably before anything else is written, and ``entries.json`` is a fold of the journal
+up to the point it names (dec-001-21c5). So every state the files can be in is one a reader can
+serve, by folding the journal records past that point in memory (con-006-83d3):
+
+- *current*: ``entries.json`` names the journal's last record;
+- *behind the journal after a crash*: a writer died between its append and its rewrite of
+  ``entries.json`` (a torn final transaction is cut whole, dec-003-6c23); the next write
+  applies the tail;
+- *behind by checkpoint lag*: a long-running process journaled writes and leaves the
+  rewrite for later (dec-025-2cdb); readers in every process fold the tail;
+- *hand-edited*: ``entries.json`` no longer carries its writer's digest; the next write
+  journals the difference as ``manual_edit`` first (dec-010-0702);
+- *rewritten by purge*: a purge replaced values in the journal by their digests and rewrote
+  it whole (dec-020-b077); the chain still verifies and ``entries.json`` follows it.
+
+A stored entry is replaced, never changed in place: readers share the parsed entries.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import json
 import os
 import secrets
 import sys
-import time
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Final
@@ -25,12 +44,19 @@ from ctxkeeper.core import (
     journalfile,
     personmarks,
     policywatch,
-    scopeindex,
-    teamlog,
     times,
 )
 from ctxkeeper.core.config import Config, default_document, parse_config
-from ctxkeeper.core.documents import parse_document
+from ctxkeeper.core.entriesfile import (
+    ENTRIES_FILE,
+    STORE_VERSION,
+    FileKey,
+    State,
+    file_key,
+    parse_entries_document,
+    render,
+    render_entries_document,
+)
 from ctxkeeper.core.errors import CorruptFileError, NotFoundError, StoreError
 from ctxkeeper.core.model import ID_PATTERN, KIND_PREFIX, KINDS, STATUSES, TEXT_FIELDS, ordered
 from ctxkeeper.core.project import context_dir, find_root
@@ -42,8 +68,6 @@ if TYPE_CHECKING:
 
     from ctxkeeper.core._types import JSONObject, JSONValue
 
-STORE_VERSION: Final = 1
-ENTRIES_FILE: Final = "entries.json"
 JOURNAL_FILE: Final = "journal.jsonl"
 CONFIG_FILE: Final = "config.json"
 LOCK_FILE: Final = ".lock"
@@ -59,8 +83,22 @@ GITIGNORE: Final = """\
 """
 
 
+__all__ = [
+    "CACHE_DIR",
+    "ENTRIES_FILE",
+    "JOURNAL_FILE",
+    "STORE_VERSION",
+    "Commit",
+    "State",
+    "Store",
+    "Transaction",
+    "on_commit",
+    "parse_entries_document",
+    "render_entries_document",
+]
+
 #: The last parsed ``entries.json`` per path, keyed by its identity on disk.
-_PARSED: dict[str, tuple[tuple[str, int, int, int], State]] = {}
+_PARSED: dict[str, tuple[FileKey, State]] = {}
 #: The last state a read served per store, keyed by the entries file and the journal view.
 _SERVED: dict[str, tuple[tuple[object, ...], State]] = {}
 #: Entry-file states already warned about, so a long-running server warns once, not per call.
@@ -69,103 +107,76 @@ _WARNED: set[tuple[object, ...]] = set()
 #: edit is recorded as ``manual_edit`` by ``user``); the editor's login is not knowable.
 HAND_EDIT_ACTOR: Final = MappingProxyType({"origin": "user", "user": None})
 _DOCTOR_FOUND: Final = "hand edit of entries.json found by doctor"
-_ENTRIES_MARKER: Final = b'\n  "entries": '
-_DIGEST_PLACEHOLDER: Final = "?" * 64
-_SEPARATORS: Final = (", ", ": ")
-_LINE_START: Final = b'    {"id": '
-#: Whether this process defers the derived files of a write to :func:`flush_deferred` (the MCP
-#: server turns it on, dec-025-2cdb). Off, every write leaves every file current.
-_WRITE_BEHIND: list[bool] = [False]
+#: The checkpoint rule (dec-025-2cdb as issue 24 restated it). A process that may leave the
+#: entry file behind the journal (:func:`allow_checkpoint_lag`: a long-running one that
+#: checkpoints on close, con-025-8858) journals a plain write and stops there, unless the
+#: journal's tail past ``entries.json`` reaches :data:`CHECKPOINT_RECORDS` records or its
+#: oldest record is :data:`CHECKPOINT_SECONDS` old: then it checkpoints, rewriting ``entries.json`` and
+#: running every after-commit listener (the hooks' index, the team snapshot). Readers fold
+#: the tail, so a lagging file loses nothing. Decided from the files alone.
+CHECKPOINT_RECORDS: Final = 64
+CHECKPOINT_SECONDS: Final = 2.0
+_LAG_ALLOWED: list[bool] = [False]
+#: The stores this process left behind their journal, by directory (with their root): what
+#: :func:`checkpoint_all` brings up to date when the process goes idle or closes.
+_LAGGING: dict[str, str] = {}
 
 
-@dataclass
-class State:
-    """The entries as of journal record ``seq``, plus where the journal ends."""
-
-    entries: dict[str, JSONObject] = field(default_factory=dict)
-    seq: int = 0
-    head: str = journal.GENESIS
-    journal_bytes: int = 0
-    hand_edited: bool = False
-    """``entries.json`` no longer matches the digest its last writer put in it."""
-    duplicates: list[str] = field(default_factory=list)
-    """Ids that appear more than once in ``entries.json`` (reads see the last copy)."""
-    skipped: dict[str, str] = field(default_factory=dict)
-    """Malformed entries left out of reads, with why (``load`` only; doctor reports them)."""
-    purged: dict[str, JSONObject] = field(default_factory=dict)
-    """Purged ids, each with the digest of its value, so a re-record of it is still refused."""
-    source: str = ""
-    """SHA-256 of ``entries.json`` after its ``"entries":`` key (empty: not read from a file),
-    which keys the caches derived from the entries."""
-    servable: bool = field(default=False, compare=False, repr=False)
-    """Every entry is known to be servable (see :func:`_readable`): no check needed."""
-    sequences: dict[str, int] | None = field(default=None, compare=False, repr=False)
-    """The highest id sequence per kind prefix among the entries seen, once asked for."""
+def allow_checkpoint_lag(enabled: bool) -> None:
+    """Let this process's writes leave the entry file behind the journal by the checkpoint
+    rule (or stop that). The caller must call :func:`checkpoint_all` before it exits."""
+    _LAG_ALLOWED[0] = enabled
 
 
-@dataclass
-class _Deferred:
-    """A store whose last writes are journaled (durable, and folded by every reader) while its
-    entry file, the hooks' index and the team snapshot still wait for :func:`flush_deferred`."""
-
-    root: str
-    state: State
-    """The state after those writes: ``entries.json`` plus the journaled records past it."""
-    entries_key: tuple[str, int, int, int] | None
-    """The identity of ``entries.json`` the state was folded onto; any change voids it."""
-    records: list[JSONObject] | None
-    """The records written since the snapshot was last current (None: rebuild it in full)."""
-    since: float
-    """``time.monotonic()`` of the first deferred write, which bounds how stale files get."""
-
-    def holds(self, key: tuple[str, int, int, int] | None, view: journalfile.View) -> bool:
-        """Whether the files on disk are still exactly what this state was folded from."""
-        state = self.state
-        return key == self.entries_key and (state.journal_bytes, state.seq, state.head) == (
-            view.size,
-            view.seq,
-            view.head,
-        )
+def lagging() -> bool:
+    """Whether a store this process wrote to is behind its journal."""
+    return bool(_LAGGING)
 
 
-#: The deferred writes of this process, per store directory.
-_DEFERRED: dict[str, _Deferred] = {}
-
-
-def write_behind(enabled: bool) -> None:
-    """Defer (or stop deferring) the derived files of this process's writes (dec-025-2cdb).
-
-    A write still appends its records to the journal durably before it returns, and every
-    reader in every process folds journaled records the entry file lacks, so deferring loses
-    nothing; it moves the whole-store rewrites (``entries.json``, the hooks' index, the team
-    snapshot) out of the reply, and a burst of writes pays them once. The caller must call
-    :func:`flush_deferred` when idle and before it exits.
-    """
-    _WRITE_BEHIND[0] = enabled
-
-
-def deferred_writes() -> tuple[int, float | None]:
-    """How many journal records wait for a flush, and the monotonic time of the oldest."""
-    waiting = list(_DEFERRED.values())
-    count = sum(len(d.records) if d.records is not None else 1 for d in waiting)
-    return count, min((d.since for d in waiting), default=None)
-
-
-def flush_deferred() -> list[str]:
-    """Bring every deferred store's entry file, index and snapshot up to its journal; return
-    the problems met (each also a notice). A flush that fails leaves the journal as the record:
-    the next write or flush of that store applies it."""
+def checkpoint_all() -> list[str]:
+    """Checkpoint every store this process left behind its journal; return the problems met
+    (each also a notice). A checkpoint that fails leaves the journal as the record: the next
+    write or checkpoint of that store applies it."""
     problems: list[str] = []
-    for directory, deferred in list(_DEFERRED.items()):
+    for directory, root in list(_LAGGING.items()):
         try:
-            with Store(deferred.root, directory).transaction():
-                pass  # No events: the transaction applies what the journal holds past the file.
+            Store(root, directory).checkpoint()
         except (OSError, StoreError) as exc:
-            _DEFERRED.pop(directory, None)
-            problem = f"could not apply the deferred writes to {directory}: {exc}"
+            _LAGGING.pop(directory, None)
+            problem = f"could not checkpoint {directory}: {exc}"
             _notice(problem)
             problems.append(problem)
     return problems
+
+
+@dataclass
+class Commit:
+    """What a committed transaction left, for the listeners that bring the files derived from
+    the store up to date (the hooks' index, the team snapshot; see :func:`on_commit`)."""
+
+    store: Store
+    state: State
+    """The entries as committed (shared with readers: never change them in place)."""
+    config: Config
+    wrote: bool
+    """Whether anything reached the journal or the entry file."""
+    records: list[JSONObject] | None
+    """The records a derived file made at the previous commit lacks (None: unknown, after a
+    crash or a purge: rebuild it whole rather than patch it)."""
+    done: set[str] = field(default_factory=set)
+    """Derived files a transaction's own listener already brought up to date, by name."""
+
+
+#: Called after every commit, in order of registration, after the transaction's own.
+_LISTENERS: list[Callable[[Commit], None]] = []
+
+
+def on_commit(listener: Callable[[Commit], None]) -> None:
+    """Call ``listener`` after every commit in this process, still under the store lock.
+    The layer that owns a file derived from the entries registers its refresh here, so the
+    store never imports it; registering the same listener twice keeps one."""
+    if listener not in _LISTENERS:
+        _LISTENERS.append(listener)
 
 
 class PurgedError(NotFoundError):
@@ -249,11 +260,7 @@ class Store:
         served = _SERVED.get(self.dir)
         if served is not None and served[0] == (key, view):
             return served[1]
-        deferred = _DEFERRED.get(self.dir)
-        if deferred is not None and deferred.holds(key, view):
-            state = deferred.state  # this process's own writes, already folded
-        else:
-            state = self._caught_up(state, view)
+        state, _tail = self._caught_up(state, view)
         readable = _readable(state)
         if readable.skipped and (key, view) not in _WARNED:
             _WARNED.add((key, view))
@@ -294,14 +301,12 @@ class Store:
         """Where the verified journal ends (cheap while it is unchanged; see journalfile)."""
         return journalfile.verified_view(self.path(JOURNAL_FILE), self.path(CACHE_DIR))
 
-    def _read_entries_cached(self) -> tuple[tuple[str, int, int, int] | None, State]:
+    def _read_entries_cached(self) -> tuple[FileKey | None, State]:
         path = self.path(ENTRIES_FILE)
         fsutil.check_not_link(path)
-        try:
-            info = os.stat(path)
-        except FileNotFoundError:
+        key = file_key(path)
+        if key is None:
             return None, State()
-        key = (path, info.st_ino, info.st_size, info.st_mtime_ns)
         cached = _PARSED.get(path)
         if cached is not None and cached[0] == key:
             return key, cached[1]
@@ -309,7 +314,7 @@ class Store:
         _PARSED[path] = (key, state)
         return key, state
 
-    def _entries_for_write(self) -> tuple[tuple[str, int, int, int] | None, State]:
+    def _entries_for_write(self) -> tuple[FileKey | None, State]:
         """The entry file's identity and its state for a writer to change: the parse readers
         share while the file is unchanged on disk (see :meth:`_remember_written`), copied so
         the write cannot touch theirs."""
@@ -323,9 +328,8 @@ class Store:
         write nor the next read parses the whole store again: the entries are the values a
         parse of their lines gives (see :func:`render_entries_document`)."""
         path = self.path(ENTRIES_FILE)
-        try:
-            info = os.stat(path)
-        except OSError:
+        key = file_key(path)
+        if key is None:
             return
         if len(lines) != len(state.entries):
             _PARSED.pop(path, None)
@@ -340,7 +344,7 @@ class Store:
             servable=state.servable,  # the same entries, as a parse of their lines gives them
             sequences=dict(state.sequences) if state.sequences is not None else None,
         )
-        _PARSED[path] = ((path, info.st_ino, info.st_size, info.st_mtime_ns), written)
+        _PARSED[path] = (key, written)
 
     def _read_entries(self) -> State:
         path = self.path(ENTRIES_FILE)
@@ -349,9 +353,10 @@ class Store:
             return State()
         return parse_entries_document(data, path)
 
-    def _caught_up(self, state: State, view: journalfile.View) -> State:
+    def _caught_up(self, state: State, view: journalfile.View) -> tuple[State, list[JSONObject]]:
         """``state`` with the verified journal records past it folded in (a new object when
-        there are any); raises when ``entries.json`` and the journal do not belong together."""
+        there are any), and those records; raises when ``entries.json`` and the journal do
+        not belong together."""
         jpath = self.path(JOURNAL_FILE)
         if state.journal_bytes > view.size:
             raise StoreError(
@@ -368,7 +373,7 @@ class Store:
                     f"{state.journal_bytes}, but {jpath} holds record {view.seq} there: one of "
                     "them was replaced. Run `ctxkeeper doctor` to compare them."
                 )
-            return state
+            return state, []
         tail = journalfile.read_from(jpath, state.journal_bytes, view.size)
         try:
             records, _ = journal.parse_lines(tail, jpath)
@@ -390,12 +395,14 @@ class Store:
         caught.seq = int(str(records[-1]["seq"]))
         caught.head = str(records[-1]["hash"])
         caught.journal_bytes = view.size
-        return caught
+        return caught, records
 
     # -- writing ------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def transaction(self, *, audit_actor: JSONObject | None = None) -> Iterator[Transaction]:
+    def transaction(
+        self, *, audit_actor: JSONObject | None = None, checkpoint: bool = False
+    ) -> Iterator[Transaction]:
         """Lock the store, yield a transaction, and commit its events if the block succeeds.
 
         Nothing is written when the block raises: validation happens inside the block,
@@ -406,12 +413,14 @@ class Store:
 
         :param audit_actor: compare the entries with the journal's fold even when the
             digest matches, and journal any difference as this actor (doctor).
+        :param checkpoint: bring the entry file and the derived files up to the journal
+            whatever the checkpoint rule says (see :data:`CHECKPOINT_RECORDS`).
         """
         self.require()
         # A write under a config that does not parse would apply unknown floors and policy.
         config = self.config()
         with fsutil.exclusive_lock(self.path(LOCK_FILE)):
-            state, behind, deferred = self._recovered()
+            state, tail = self._recovered()
             manual: list[JSONObject] = []
             held: dict[str, tuple[JSONObject, dict[str, JSONValue]]] = {}
             if state.hand_edited or audit_actor is not None:
@@ -422,88 +431,46 @@ class Store:
             if held:
                 _hold_for_review(txn, held, dict(audit_actor or self.writer or HAND_EDIT_ACTOR))
             yield txn
-            plain = not (
-                manual
-                or observed
-                or txn.redact
-                or txn.snapshot_read
-                or txn.gate
-                or audit_actor is not None
-            )
-            if _WRITE_BEHIND[0] and txn.events and plain and txn.export_to is None:
-                self._defer(state, behind, deferred, self._append(state, [], txn.events))
+            plain = not (manual or observed or txn.listeners or audit_actor or checkpoint)
+            if plain and txn.events and not self._checkpoint_due(tail, len(txn.events)):
+                self._append(state, [], txn.events)
+                _LAGGING[self.dir] = self.root
                 if unrecorded is not None:
                     policywatch.journaled(self.dir, config)
                 return
-            _DEFERRED.pop(self.dir, None)
-            wrote = bool(txn.events or manual or observed or behind)
-            if not wrote and txn.gate is not None:
-                txn.gate()
-            committed = (
-                self._commit(state, [*observed, *manual], txn.events, txn.gate) if wrote else []
-            )
+            _LAGGING.pop(self.dir, None)
+            wrote = bool(txn.events or manual or observed or tail)
+            committed = self._commit(state, [*observed, *manual], txn.events) if wrote else []
             if unrecorded is not None:
                 # Once committed (a refused write leaves no file behind): the journal holds
                 # this policy now, so no later write looks again.
                 policywatch.journaled(self.dir, config)
-            if txn.redact:
-                self._redact(state, txn.redact)
-            refresh = wrote and config.auto_export
-            # A snapshot may be missing records a crash left unapplied, and still holds a
-            # purged entry's text: then it is rebuilt, not patched. Records this process
-            # deferred are known, so the snapshot they left behind is patched with them.
-            earlier = _since_snapshot(behind, deferred)
-            patch = None if earlier is None or txn.redact else [*earlier, *committed]
-            self._after_commit(txn, state, patch, refresh=refresh)
+            # The derived files lack the journal's tail past the entry file too (checkpoint
+            # lag, or a crash): they are patched with it where they were written just before
+            # it, and rebuilt otherwise (con-022-8d85).
+            commit = Commit(self, state, config, wrote, [*tail, *committed])
+            for listener in [*txn.listeners, *_LISTENERS]:
+                listener(commit)
 
-    def _defer(
-        self,
-        state: State,
-        behind: bool,
-        deferred: _Deferred | None,
-        committed: list[JSONObject],
-    ) -> None:
-        """Leave the derived files of a journaled write to :func:`flush_deferred`."""
-        earlier = _since_snapshot(behind, deferred)
-        key, _ = self._read_entries_cached()
-        _DEFERRED[self.dir] = _Deferred(
-            root=self.root,
-            state=state,
-            entries_key=key,
-            records=None if earlier is None else [*earlier, *committed],
-            since=deferred.since if deferred is not None else time.monotonic(),
-        )
+    def checkpoint(self) -> None:
+        """Bring ``entries.json`` and the derived files up to the journal (on close)."""
+        with self.transaction(checkpoint=True):
+            pass  # No events: the commit applies what the journal holds past the entry file.
 
-    def _after_commit(
-        self,
-        txn: Transaction,
-        state: State,
-        committed: list[JSONObject] | None,
-        *,
-        refresh: bool,
-    ) -> None:
-        """Still under the lock: remember an imported snapshot, then write the team snapshot
-        (explicitly asked for, or refreshed after a write under ``auto_export``)."""
-        if txn.snapshot_read is None and txn.export_to is None and not refresh:
-            return
-        # Imported here, not at the top: readers and the hooks never load the snapshot code.
-        from ctxkeeper.core import snapshot
+    @staticmethod
+    def _checkpoint_due(tail: list[JSONObject], adding: int) -> bool:
+        """The checkpoint rule, for a plain write adding ``adding`` records to the journal's
+        ``tail`` past the entry file (see :data:`CHECKPOINT_RECORDS`)."""
+        if not _LAG_ALLOWED[0] or len(tail) + adding >= CHECKPOINT_RECORDS:
+            return True
+        if not tail:
+            return False
+        # The tail's oldest record says how long the files have lagged (a plain write's
+        # records carry the time they were made).
+        since = times.parse_stored_bound(tail[0].get("at"), end_of_day=False)
+        return since is None or (times.now() - since).total_seconds() >= CHECKPOINT_SECONDS
 
-        if txn.snapshot_read is not None:
-            snapshot.remember(self.dir, *txn.snapshot_read)
-        entries = state.entries.values()
-        read = txn.snapshot_read[0] if txn.snapshot_read is not None else None
-        default = snapshot.default_path(self.dir)
-        if txn.export_to is not None:
-            force = read == txn.export_to  # the file was just imported: nothing of it is lost
-            snapshot.write(self.dir, entries, self.read_journal(), path=txn.export_to, force=force)
-        elif refresh and read != default:
-            # An import of the default file decided itself whether it needs rewriting; one
-            # of another file rebuilds the default snapshot in full.
-            patchable = committed if read is None else None
-            snapshot.auto_refresh(self.dir, state.entries, patchable, self.read_journal)
-
-    def _redact(self, state: State, ids: set[str]) -> None:
+    def redact(self, state: State, ids: set[str]) -> None:
         """Replace the values and reasons of every journal record of ``ids`` by their digests
         (a purge: honest forgetting). Version-2 records hash through those digests, so their
         hashes stand; a version-1 record hashed its text, so the chain is resealed from the
@@ -536,12 +503,11 @@ class Store:
         )
         self._write_entries(state)
 
-    def _recovered(self) -> tuple[State, bool, _Deferred | None]:
-        """The state under the lock, caught up with the journal; True when the entry file is
-        behind it; and this process's deferred writes when they are what it is behind by. A
-        torn final transaction never reached the entries: it is cut off, so neither is lost
-        nor invented (dec-003-6c23)."""
-        key, state = self._entries_for_write()
+    def _recovered(self) -> tuple[State, list[JSONObject]]:
+        """The state under the lock, caught up with the journal, and the journal's records
+        past the entry file (checkpoint lag, or a crash). A torn final transaction never
+        reached the entries: it is cut off, so neither is lost nor invented (dec-003-6c23)."""
+        _key, state = self._entries_for_write()
         if state.duplicates:
             raise StoreError(
                 f"{self.path(ENTRIES_FILE)}: id {state.duplicates[0]} appears more than once; a "
@@ -553,11 +519,7 @@ class Store:
         if view.file_size > view.size:
             fsutil.truncate(jpath, view.size)
             journalfile.remember_file(jpath, self.path(CACHE_DIR), view)
-        deferred = _DEFERRED.get(self.dir)
-        if deferred is not None and deferred.holds(key, view):
-            return _copied(deferred.state), True, deferred
-        caught = self._caught_up(state, view)
-        return caught, caught is not state, None
+        return self._caught_up(state, view)
 
     def _policy_change(self, config: Config) -> list[JSONObject] | None:
         """A change of ``review`` or ``hard_delivery`` not journaled yet, journaled ahead of
@@ -607,10 +569,9 @@ class Store:
         state: State,
         manual: list[JSONObject],
         events: list[JSONObject],
-        gate: Callable[[], None] | None,
     ) -> list[JSONObject]:
         """Append the records to the journal, then write the entries; return the records."""
-        records = self._append(state, manual, events, gate)
+        records = self._append(state, manual, events)
         try:
             self._write_entries(state)
         except (OSError, StoreError) as exc:
@@ -629,10 +590,8 @@ class Store:
         state: State,
         manual: list[JSONObject],
         events: list[JSONObject],
-        gate: Callable[[], None] | None = None,
     ) -> list[JSONObject]:
-        """Append the records to the journal durably and fold them into ``state``; ``gate``
-        is called once they are sealed, before anything is written (raising stops it)."""
+        """Append the records to the journal durably and fold them into ``state``."""
         jpath = self.path(JOURNAL_FILE)
         records: list[JSONObject] = []
         lines: list[bytes] = []
@@ -644,8 +603,6 @@ class Store:
                 seq, head = int(str(chained[-1][0]["seq"])), str(chained[-1][0]["hash"])
                 records.extend(record for record, _line in chained)
                 lines.extend(line for _record, line in chained)
-        if gate is not None:
-            gate()
         if records:
             data = b"".join(lines)
             size = journalfile.identity(jpath)
@@ -668,11 +625,9 @@ class Store:
 
     def _write_entries(self, state: State) -> None:
         path = self.path(ENTRIES_FILE)
-        parts, lines, digest = _render(state, path)
+        parts, lines, digest = render(state, _PARSED.get(path))
         fsutil.write_atomic(path, parts)  # the parts, not one join: no second copy of the store
         self._remember_written(state, digest, lines)
-        # The hooks' per-edit index follows every write (they never parse the whole store).
-        scopeindex.refresh(self.dir, state.entries.values())
 
 
 def _hold_for_review(
@@ -750,14 +705,6 @@ def entry_shape_problem(entry: Mapping[str, JSONValue]) -> str | None:
 _SERVABLE: dict[str, JSONObject] = {}
 
 
-def _since_snapshot(behind: bool, deferred: _Deferred | None) -> list[JSONObject] | None:
-    """The records the team snapshot lacks before this write: this process's deferred ones,
-    none when the entry file was current, unknown (None) when a crash left it behind."""
-    if deferred is not None:
-        return deferred.records
-    return None if behind else []
-
-
 def _copied(state: State) -> State:
     """A copy a writer may change; entry values are shared (replaced, never changed)."""
     return replace(
@@ -793,9 +740,6 @@ def _readable(state: State) -> State:
     return replace(state, entries=kept, skipped=skipped)
 
 
-_SHARED_FIELDS: Final = frozenset(teamlog.EVENT_FIELDS)
-
-
 class Transaction:
     """Mutations staged against a locked :class:`State`; the store journals them on exit."""
 
@@ -818,16 +762,14 @@ class Transaction:
         self.events: list[JSONObject] = []
         self.manual_edits = list(manual_edits or [])
         """Hand edits this transaction journals ahead of its own events."""
-        self.redact: set[str] = set()
-        """Entries whose text a purge removes from the journal once committed."""
-        self.export_to: str | None = None
-        """Write the team snapshot to this path once the transaction is committed."""
-        self.snapshot_read: tuple[str, str] | None = None
-        """A snapshot file and the digest of the bytes this transaction imported from it:
-        remembered as seen once committed, so it is exported over and not imported again."""
-        self.gate: Callable[[], None] | None = None
-        """Called once the records are sealed, before anything is written; what it raises
-        stops the write (an import's checks running in another process)."""
+        self.listeners: list[Callable[[Commit], None]] = []
+        """Called once this transaction is committed, before the listeners every commit has
+        (a purge's redaction, an import's record of the file it read)."""
+
+    def after_commit(self, listener: Callable[[Commit], None]) -> None:
+        """Call ``listener`` once this transaction is committed (once, however often asked)."""
+        if listener not in self.listeners:
+            self.listeners.append(listener)
 
     def get(self, entry_id: str) -> JSONObject:
         entry = self.entries.get(entry_id)
@@ -869,10 +811,9 @@ class Transaction:
         self._stage(entry_id, after)
 
     def adopt(self, event: Mapping[str, JSONValue], before: JSONObject | None) -> None:
-        """Stage a teammate's event as it was born (identity, time, actor, parents)."""
-        # A snapshot's event holds the shared fields and no others: copied whole, without the
-        # field-by-field copy of a journal record (a tenth of a large import's merge).
-        adopted = dict(event) if event.keys() == _SHARED_FIELDS else teamlog.shared_fields(event)
+        """Stage a teammate's event as it was born (identity, time, actor, parents): ``event``
+        holds the fields the team shares and no others (the caller's to make sure)."""
+        adopted = dict(event)
         adopted["before"] = before
         self.events.append(adopted)
         after = event.get("after")
@@ -908,170 +849,3 @@ class Transaction:
 def _id_parts(entry_id: str) -> tuple[str, int] | None:
     match = ID_PATTERN.match(entry_id)
     return (match.group(1), int(match.group(2))) if match else None
-
-
-def parse_entries_document(data: bytes, path: str) -> State:
-    """Parse ``entries.json``; a file that does not parse names its line and column."""
-    doc = parse_document(data, path, version=STORE_VERSION)
-    meta = doc.get("journal")
-    entries = doc.get("entries")
-    if not isinstance(meta, dict) or not isinstance(entries, list):
-        raise StoreError(f"{path}: needs a 'journal' object and an 'entries' list")
-    state = State(
-        seq=_int(meta.get("seq"), path),
-        head=str(meta.get("head", journal.GENESIS)),
-        journal_bytes=_int(meta.get("bytes"), path),
-    )
-    digest = _entries_digest(data)
-    state.source = digest or ""
-    state.hand_edited = meta.get("entries_sha256") != digest
-    purged = doc.get("purged", {})
-    if not isinstance(purged, dict):
-        raise StoreError(f"{path}: 'purged' must be an object of purged ids")
-    state.purged = {str(k): v for k, v in purged.items() if isinstance(v, dict)}
-    for position, entry in enumerate(entries):
-        entry_id = entry.get("id") if isinstance(entry, dict) else None
-        if not isinstance(entry, dict) or not isinstance(entry_id, str):
-            raise StoreError(f"{path}: entries[{position}] is not an entry with an 'id'")
-        if entry_id in state.entries:
-            # Every reader keeps the first copy, as the hooks' scope index does, so what
-            # `show` prints is what the gate delivers until doctor's report is acted on.
-            state.duplicates.append(entry_id)
-            continue
-        state.entries[entry_id] = entry
-    return state
-
-
-def _entries_digest(data: bytes) -> str | None:
-    """SHA-256 of the bytes after the top-level ``"entries":`` key, as the writer laid them out.
-
-    Hashing the raw bytes costs milliseconds for 10 MB, where re-serialising would cost a full
-    JSON dump; any change (even reformatting) just sends the next write to the exact comparison.
-    """
-    at = data.find(_ENTRIES_MARKER)
-    if at < 0:
-        return None
-    with memoryview(data) as view:  # no copy of a 10 MB tail
-        return hashlib.sha256(view[at + len(_ENTRIES_MARKER) :]).hexdigest()
-
-
-def _int(value: JSONValue, path: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise StoreError(f"{path}: journal seq and bytes must be non-negative integers")
-    return value
-
-
-def _line(value: JSONValue) -> bytes:
-    """One value on one line with readable separators, by the C encoder (``indent`` would
-    send ``json.dumps`` to the pure-Python one, which cost most of a write at 10,000 entries)."""
-    return json.dumps(value, ensure_ascii=False, separators=_SEPARATORS).encode()
-
-
-def render_entries_document(state: State) -> bytes:
-    """Stable JSON for hand edits: one entry per line (dec-024-d431), sorted by id, fields in
-    model order, carrying the digest that lets the next write notice a hand edit."""
-    return b"".join(_render(state, None)[0])
-
-
-def _render(
-    state: State, path: str | None
-) -> tuple[list[bytes], dict[str, tuple[JSONObject, bytes]], str]:
-    """The document's parts, each entry's line with the value a parse of that line gives, and
-    the digest the document carries.
-
-    :param path: the file this replaces. The lines of the entries it already holds are
-        reused (see :func:`_lines_on_disk`), so a write encodes only the entries it changed:
-        stored entries are never changed in place (readers share them), so an entry that is
-        the same object as the one parsed from that file has the same line.
-    """
-    lines = _encoded(state, path)
-    meta: JSONObject = {
-        "seq": state.seq,
-        "head": state.head,
-        "bytes": state.journal_bytes,
-        "entries_sha256": _DIGEST_PLACEHOLDER,
-    }
-    tail = _block(b"[", b"]", [line for _, line in lines.values()])
-    if state.purged:
-        # After the entries, so the digest that notices hand edits covers it too.
-        purged = [_line(key) + b": " + _line(state.purged[key]) for key in sorted(state.purged)]
-        tail.append(b',\n  "purged": ')
-        tail.extend(_block(b"{", b"}", purged))
-    tail.append(b"\n}\n")
-    # The digest of what follows the marker, hashed part by part (no copy of the whole file).
-    hashed = hashlib.sha256()
-    for part in tail:
-        hashed.update(part)
-    meta["entries_sha256"] = hashed.hexdigest()
-    head = b'{\n  "version": %d,\n  "journal": ' % STORE_VERSION + _line(meta) + b","
-    return [head, _ENTRIES_MARKER, *tail], lines, str(meta["entries_sha256"])
-
-
-def _encoded(state: State, path: str | None) -> dict[str, tuple[JSONObject, bytes]]:
-    """Each entry, sorted by id, as a parse of its line gives it (the *canonical* value), with
-    the line; lines are reused from the file at ``path`` for unchanged entries."""
-    # Read back from the file, not kept in memory between writes: a second copy of every
-    # entry's text would cost a long-running server 8 MB at 10,000 entries.
-    previous = _lines_on_disk(path) if path is not None else {}
-    lines: dict[str, tuple[JSONObject, bytes]] = {}
-    fresh: list[str] = []
-    for key in sorted(state.entries):
-        entry = state.entries[key]
-        cached = previous.get(key)
-        if cached is None or cached[0] is not entry:
-            fresh.append(key)
-            cached = (entry, _line(ordered(entry)))
-        lines[key] = cached
-    if fresh:
-        # One decode for all the new lines: what a reader parsing the file will hold.
-        values = json.loads(b"[" + b",".join(lines[key][1] for key in fresh) + b"]")
-        for key, value in zip(fresh, values, strict=True):
-            lines[key] = (value, lines[key][1])
-    return lines
-
-
-def _lines_on_disk(path: str) -> dict[str, tuple[JSONObject, bytes]]:
-    """The lines of the entry file as its writer left them, each with the parsed entry, when
-    this process holds that file's parse (see :meth:`Store._read_entries_cached`) and the file
-    is laid out one entry per line and not hand-edited; else nothing. A write then encodes
-    only what it changes, and no second copy of every entry is kept between writes."""
-    cached = _PARSED.get(path)
-    if cached is None or cached[1].hand_edited or cached[1].duplicates:
-        return {}
-    try:
-        info = os.stat(path)
-        if cached[0] != (path, info.st_ino, info.st_size, info.st_mtime_ns):
-            return {}
-        data = fsutil.read_bytes(path)
-    except (OSError, StoreError):
-        return {}
-    entries = cached[1].entries
-    if data is None:
-        return {}
-    lines: dict[str, tuple[JSONObject, bytes]] = {}
-    expected = iter(entries.items())
-    marker = b"\n" + _LINE_START
-    at = data.find(marker)
-    while at >= 0:  # each entry's line sliced out once: no list of every line beside the file
-        start = at + 1 + 4
-        end = data.find(b"\n", start)
-        end = len(data) if end < 0 else end
-        body = data[start : end - 1] if data[end - 1 : end] == b"," else data[start:end]
-        item = next(expected, None)
-        if item is None or not body.startswith(_LINE_START[4:] + _line(item[0]) + b", "):
-            return {}
-        lines[item[0]] = (item[1], body)
-        at = data.find(marker, end)
-    return lines if len(lines) == len(entries) else {}
-
-
-def _block(opening: bytes, closing: bytes, items: list[bytes]) -> list[bytes]:
-    """The parts of a bracketed block of one item per line, for one join of the file."""
-    if not items:
-        return [opening + closing]
-    parts = [opening + b"\n    "]
-    for item in items:
-        parts.append(item)
-        parts.append(b",\n    ")
-    parts[-1] = b"\n  " + closing
-    return parts

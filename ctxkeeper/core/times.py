@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime, timedelta, timezone
-from functools import lru_cache
 from typing import Final
 
 from ctxkeeper.core.errors import UsageError, ValidationError
@@ -70,29 +69,6 @@ def _canonical_instant(value: str) -> datetime | None:
         return datetime.fromisoformat(value[:19]).replace(tzinfo=timezone.utc)
     except ValueError:
         raise ValueError(value) from None  # 2026-02-30T...: the form, but no such instant
-
-
-#: The form ctxkeeper writes, with the hour, minute and second in range and a year in 1970..9998.
-_SOUND_CANONICAL: Final = re.compile(
-    r"(?:19[7-9][0-9]|[2-8][0-9]{3}|9[0-8][0-9]{2}|99[0-8][0-9]|999[0-8])-[0-9]{2}-[0-9]{2}"
-    r"T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]Z"
-)
-
-
-@lru_cache(maxsize=1 << 12)
-def _real_day(day: str) -> bool:
-    try:
-        date.fromisoformat(day)
-    except ValueError:
-        return False
-    return True
-
-
-def sound_canonical(value: str) -> bool:
-    """True when ``value`` is a time in the form ctxkeeper writes and :func:`parse_time`
-    accepts it; False says nothing (the general parser judges it). An import checks tens of
-    thousands of event times, and their days repeat: each day is read once."""
-    return _SOUND_CANONICAL.fullmatch(value) is not None and _real_day(value[:10])
 
 
 def _parse(text: str) -> tuple[datetime, bool]:
@@ -195,8 +171,6 @@ def stored_time_problem(value: object) -> str | None:
         return None
     if not isinstance(value, str):
         return f"{value!r} is not a string"
-    if sound_canonical(value):
-        return None
     try:
         _parse(value)
     except _OutOfRangeError:

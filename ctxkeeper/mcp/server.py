@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 
-from ctxkeeper.mcp import jsonrpc, writebehind
+from ctxkeeper.mcp import checkpoints, jsonrpc
 from ctxkeeper.mcp.jsonrpc import RpcError
 from ctxkeeper.mcp.linereader import line_reader
 from ctxkeeper.mcp.toolcall import describe_tool, run_tool
@@ -61,8 +61,8 @@ def serve(
 
     :param tools: called once, on the first request that needs the tool list.
     :param settle: called after each message with a ``waiting(timeout)`` probe of stdin (see
-        :mod:`ctxkeeper.mcp.writebehind`); for a stream whose descriptor cannot be watched it
-        answers False at once, so deferred writes are applied after every message.
+        :mod:`ctxkeeper.mcp.checkpoints`); for a stream whose descriptor cannot be watched it
+        answers False at once, so a lagging store is checkpointed after every message.
     :return: 0 after EOF; 1 when ``stdout`` can no longer be written (the client is gone).
     """
     session = Session(tools, instructions=instructions, server_version=server_version)
@@ -319,13 +319,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         tools_module = importlib.import_module("ctxkeeper.mcp.tools")
         specs: Sequence[ToolSpec] = tools_module.load_tools(project_dir)
-        writebehind.enable()  # a long-running process: whole-store rewrites wait for idle
+        checkpoints.enable()  # a long-running process: checkpoints by the rule, and on close
         return specs
 
     from ctxkeeper import __version__
 
     # The client ends a session by closing stdin, then SIGTERM (mcp.md §2): either way the
-    # deferred writes are applied on the way out (a SIGKILL leaves them to the journal).
+    # store is checkpointed on the way out (a SIGKILL leaves the tail to the journal).
     previous = signal.signal(signal.SIGTERM, _exit_on_signal)
     try:
         return serve(
@@ -334,12 +334,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             load,
             instructions=INSTRUCTIONS,
             server_version=__version__,
-            settle=writebehind.settle,
+            settle=checkpoints.settle,
         )
     except KeyboardInterrupt:
         return 130
     finally:
-        writebehind.finish()
+        checkpoints.finish()
         signal.signal(signal.SIGTERM, previous)
         _drop_unwritable_stdout()
 

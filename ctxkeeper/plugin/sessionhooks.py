@@ -198,6 +198,8 @@ def _policy_note(store: Store) -> str | None:
 
     config = store.config()
     if policywatch.needs_journal(store.dir, config):
+        from ctxkeeper.write import derived  # noqa: F401  # the refreshes this commit runs
+
         try:
             with store.transaction():
                 pass  # the transaction journals the change it sees (Store._policy_change)
@@ -295,7 +297,7 @@ def _with_drift(note: str | None, drift: object) -> str | None:
 def _import_team_snapshot(store: Store) -> str | None:
     """Import ``.context/snapshot.jsonl`` when it holds what this clone has not seen (after
     ``git pull``, in a fresh clone); one line for the person on what arrived, or why not."""
-    from ctxkeeper.core import snapshot
+    from ctxkeeper.team import snapshot
 
     path = snapshot.default_path(store.dir)
     changed = os.path.isfile(path) and not snapshot.untouched(store.dir, path)

@@ -1,7 +1,7 @@
 """Team sharing: export the store as a snapshot, and import a teammate's.
 
 An import adds the events this clone has not seen, each as it was born, and moves every entry
-they touch to the version :func:`ctxkeeper.core.teamlog.resolve` folds its events to, so every
+they touch to the version :func:`ctxkeeper.team.teamlog.resolve` folds its events to, so every
 clone holding the same events holds the same entries. It is idempotent (a second import adds
 nothing) and non-destructive (nothing local is dropped). The file is untrusted: it is checked
 whole before anything is written, and a refused import leaves every file as it was.
@@ -17,7 +17,7 @@ import operator
 import os
 from typing import Final
 
-from ctxkeeper.core import fsutil, snapshotformat, teamlog, times, upstream
+from ctxkeeper.core import fsutil, times
 from ctxkeeper.core.changes import propose
 from ctxkeeper.core.errors import CtxkeeperError, SnapshotError, StateError, UsageError
 from ctxkeeper.core.journal import JOURNAL_VERSION, canonical, is_redacted
@@ -30,20 +30,20 @@ from ctxkeeper.core.model import (
     editable_view,
     revision_of,
 )
-from ctxkeeper.core.snapshot import default_path, digest, holds, untouched
-from ctxkeeper.core.snapshotformat import Snapshot, event_order, normal_entry, parse, same_event
-from ctxkeeper.core.snapshotpatch import CannotPatchError, line_key
+from ctxkeeper.team import snapshot, snapshotformat, teamlog, upstream
+from ctxkeeper.team.snapshot import default_path, digest, holds, untouched
+from ctxkeeper.team.snapshotformat import Snapshot, event_order, normal_entry, parse, same_event
+from ctxkeeper.team.snapshotpatch import CannotPatchError, line_key
 from ctxkeeper.core.wording import counted
-from ctxkeeper.write import heldback
-from ctxkeeper.write.importcheck import Checker
+from ctxkeeper.write import derived, heldback
 from ctxkeeper.write.similarity import matching_tombstone
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Callable, Iterator, Mapping
 
     from ctxkeeper.core._types import JSONObject, JSONValue
-    from ctxkeeper.core.store import Store, Transaction
+    from ctxkeeper.core.store import Commit, Store, Transaction
 
 #: Who writes the events an import derives (an entry added by hand to the file, a restatement
 #: of a tombstone retired): the same in every clone, so every clone derives the same event.
@@ -72,8 +72,36 @@ def export_snapshot(store: Store, path: str | None = None) -> JSONObject:
     store.require()
     target = resolve_path(store, path)
     with _no_cycle_collection(), store.transaction() as tx:
-        tx.export_to = target
+        tx.after_commit(_snapshot_written(None, target))
     return {"path": target, "written": True}
+
+
+def _snapshot_written(
+    read: tuple[str, str] | None, export_to: str | None
+) -> Callable[[Commit], None]:
+    """The listener of a transaction that read the snapshot file ``read`` (its path and the
+    digest of the bytes imported: remembered as seen, so it is exported over and not imported
+    again) or writes one to ``export_to``, or both."""
+
+    def written(commit: Commit) -> None:
+        directory = commit.store.dir
+        if read is not None:
+            snapshot.remember(directory, *read)
+        if export_to is not None:
+            force = read is not None and read[0] == export_to  # just imported: nothing is lost
+            journal = commit.store.read_journal()
+            snapshot.write(
+                directory, commit.state.entries.values(), journal, path=export_to, force=force
+            )
+            commit.done.add(derived.SNAPSHOT)
+        elif read is not None:
+            if read[0] == default_path(directory):
+                # An import of the default file decided itself whether it needs rewriting.
+                commit.done.add(derived.SNAPSHOT)
+            else:
+                commit.records = None  # one of another file: the default one is rebuilt
+
+    return written
 
 
 def import_snapshot(
@@ -87,7 +115,7 @@ def import_snapshot(
     """Merge a snapshot into the store; return what arrived.
 
     A person's event in the file counts as a person's only when the team's reviewed history
-    holds it (:mod:`ctxkeeper.core.upstream`) or ``vouched_by_actor``; any other is held back
+    holds it (:mod:`ctxkeeper.team.upstream`) or ``vouched_by_actor``; any other is held back
     and presented for review as the agent's (see :func:`_held_back`).
 
     :param fence: where ``path`` may be: ``"context"`` (inside ``.context/``, the agent's
@@ -146,23 +174,9 @@ def _no_cycle_collection() -> Iterator[None]:
 def _import(
     store: Store, read: tuple[str, str], data: bytes, actor: JSONObject, vouch: bool
 ) -> JSONObject:
-    """Import ``data``, the bytes of the file ``read`` names with their digest."""
-    # A large file's checks run in another process while this one merges and seals, and
-    # nothing is written before their verdict (dec-028-9044).
-    source = read[0]
-    checker = Checker.start(source, data, read[1])
-    if checker is None:
-        return _merged(store, read, data, parse(data, source), (actor, vouch), None)
-    try:
-        snapshot = parse(data, source, checked=False)
-        return _merged(store, read, data, snapshot, (actor, vouch), checker)
-    except Exception:
-        # The unchecked file may have failed the merge anywhere: the checks' verdict names
-        # the first bad line, as the checks run in line order here would have.
-        checker.verdict()
-        raise
-    finally:
-        checker.close()
+    """Import ``data``, the bytes of the file ``read`` names with their digest: every check
+    runs on them before the merge sees any of it."""
+    return _merged(store, read, data, parse(data, read[0]), (actor, vouch))
 
 
 def _merged(
@@ -171,15 +185,13 @@ def _merged(
     data: bytes,
     snapshot: Snapshot,
     who: tuple[JSONObject, bool],
-    checker: Checker | None,
 ) -> JSONObject:
     source = read[0]
     kept = os.path.isfile(heldback.held_path(store))
     with store.transaction() as tx:
-        tx.gate = checker.verdict if checker is not None else None
         report = _merge(store, tx, snapshot, source, who)
         held = _HELD.pop(id(tx), [])
-        tx.snapshot_read = read
+        export_to = None
         if (
             tx.config.auto_export
             and source == default_path(store.dir)
@@ -189,7 +201,8 @@ def _merged(
             # reaches the team from the clone that made it, through the team's review).
             # Rewrite the merged file in its normal form: one line per event, sorted, the
             # entries as every clone now holds them.
-            tx.export_to = source
+            export_to = source
+        tx.after_commit(_snapshot_written(read, export_to))
     if held or kept:
         arrived = [str(event["event"]) for event in tx.events if "event" in event]
         heldback.keep(store, held, arrived)
@@ -289,7 +302,7 @@ def _merge(
     for event in sorted(foreign, key=event_order):
         # Its before-value is the version its parents name, already in the journal: kept as
         # null rather than a second copy (get_entry shows it from the parents).
-        tx.adopt(event, None)
+        tx.adopt(teamlog.shared_fields(event), None)
         last[str(event["id"])] = str(event["event"])
     at = times.now_iso()
     for entry_id in touched:
@@ -324,7 +337,7 @@ HELD_ACTOR: Final = {"origin": "agent", "session_id": None}
 
 def _held_back(store: Store, foreign: list[JSONObject]) -> list[JSONObject]:
     """The arriving events that claim to be a person's and that neither this clone made nor
-    the team's reviewed history holds (ctxkeeper.core.upstream), with every arriving event
+    the team's reviewed history holds (ctxkeeper.team.upstream), with every arriving event
     that follows one of them (it builds on what they claim). git is read only when an arriving
     event claims a person."""
     claims = [event for event in foreign if _claims_a_person(event)]

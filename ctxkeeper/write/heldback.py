@@ -15,8 +15,9 @@ import json
 import os
 from typing import Final
 
-from ctxkeeper.core import fsutil, gitlog, upstream
-from ctxkeeper.core.snapshotformat import HEADER_LINE, event_line
+from ctxkeeper.core import fsutil, gitlog
+from ctxkeeper.team import upstream
+from ctxkeeper.team.snapshotformat import HEADER_LINE, event_line
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ def keep(store: Store, held: Iterable[JSONObject], arrived: Iterable[str]) -> No
 
 def _upstream_blob(store: Store) -> str:
     """The blob id of the upstream snapshot ("" when there is none): one cheap git call."""
-    from ctxkeeper.core.snapshot import default_path
+    from ctxkeeper.team.snapshot import default_path
 
     relative = os.path.relpath(default_path(store.dir), store.root).replace(os.sep, "/")
     names = "".join(f"{ref}:./{relative}\n" for ref in upstream.UPSTREAM_REFS)

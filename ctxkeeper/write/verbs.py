@@ -5,7 +5,7 @@ from __future__ import annotations
 import getpass
 from typing import Final
 
-from ctxkeeper.core import githead, teamlog, times
+from ctxkeeper.core import githead, times
 from ctxkeeper.core.changes import needs_review, pending_changes, propose
 from ctxkeeper.core.errors import (
     ControlCharacterError,
@@ -27,6 +27,8 @@ from ctxkeeper.core.model import (
 )
 from ctxkeeper.core.secretscan import find_secret
 from ctxkeeper.core.text import forbidden_control, readable_length
+from ctxkeeper.team import teamlog
+from ctxkeeper.write import derived  # noqa: F401  # registers the refreshes a commit runs
 from ctxkeeper.write.capture import check_candidate
 
 TYPE_CHECKING = False

@@ -15,7 +15,8 @@ import json
 import os
 from typing import Final
 
-from ctxkeeper.core import gitlog, snapshotformat
+from ctxkeeper.core import gitlog
+from ctxkeeper.team import snapshotformat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -1,7 +1,10 @@
 """The team snapshot's text format: one JSON object per line, deterministic, union-mergeable.
 
 A header line, the entries sorted by id, then the team events sorted by entry, time and id
-(dec-019-6fbe). Nothing in it moves on an export that changed nothing (no timestamp, no counter), so
+(dec-019-6fbe). Every line is versioned on its own (an entry line's ``version``, an event's
+journal ``version``) and the header states the highest version among them, so a file that a
+union merge made of two clones' files of different versions is still read line by line: a
+version this code does not know is refused by name, before anything is merged. Nothing in it moves on an export that changed nothing (no timestamp, no counter), so
 a pull request's diff shows the entries that changed. Git's ``union`` merge keeps both sides'
 lines, so the reader takes lines in any order, duplicated, and with two versions of an entry;
 the events are the truth, the entry lines a readable projection of them.
@@ -12,13 +15,10 @@ is checked against the model, and an error names its line.
 
 from __future__ import annotations
 
-import functools
 import json
-import json.scanner
 import re
-import secrets
 from dataclasses import dataclass, field
-from typing import Final, cast
+from typing import Final
 
 from ctxkeeper.core import journal, secretscan, times
 from ctxkeeper.core.errors import CtxkeeperError, SnapshotError
@@ -34,7 +34,7 @@ from ctxkeeper.core.model import (
     arriving_problems,
     ordered,
 )
-from ctxkeeper.core.teamlog import EVENT_FIELDS, OPTIONAL_FIELDS, STANDS_FOR
+from ctxkeeper.team.teamlog import EVENT_FIELDS, OPTIONAL_FIELDS, STANDS_FOR
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,12 +43,24 @@ if TYPE_CHECKING:
     from ctxkeeper.core._types import JSONObject, JSONValue
 
 SNAPSHOT_FILE: Final = "snapshot.jsonl"
-SNAPSHOT_VERSION: Final = 1
+#: 2: entry lines carry their own ``version`` (a line without one is version 1), and the
+#: header states the highest version of any line in the file.
+SNAPSHOT_VERSION: Final = 2
+#: The version of the entry lines this code writes.
+ENTRY_VERSION: Final = 2
 HEADER_KEY: Final = "ctxkeeper_snapshot"
 ENTRY_KEY: Final = "entry"
 EVENT_KEY: Final = "journal"
-#: The first line of every snapshot (without its newline).
-HEADER_LINE: Final = json.dumps({HEADER_KEY: SNAPSHOT_VERSION}, separators=(",", ":")).encode()
+VERSION_KEY: Final = "version"
+
+
+def header_line(version: int) -> bytes:
+    """The header line stating ``version``, the highest of the file's lines (no newline)."""
+    return json.dumps({HEADER_KEY: version}, separators=(",", ":")).encode()
+
+
+#: The header of a snapshot this code writes with an entry in it (without its newline).
+HEADER_LINE: Final = header_line(SNAPSHOT_VERSION)
 #: Limits on what a snapshot may hold: far above a real project (10,000 entries with 50,000
 #: events take about 60 MB), low enough that a hostile file cannot exhaust memory.
 MAX_BYTES: Final = 512 * 1024 * 1024
@@ -76,11 +88,16 @@ class Snapshot:
 
 def render(entries: Iterable[Mapping[str, JSONValue]], events: Iterable[JSONObject]) -> bytes:
     """The snapshot's bytes: the same entries and events always give the same bytes."""
-    lines = [HEADER_LINE + b"\n"]
-    lines.extend(
-        entry_line(entry) + b"\n" for entry in sorted(entries, key=lambda item: str(item.get("id")))
+    ordered_entries = sorted(entries, key=lambda item: str(item.get("id")))
+    ordered_events = sorted(events, key=event_order)
+    highest = max(
+        [ENTRY_VERSION] * bool(ordered_entries)
+        + [v for e in ordered_events if isinstance(v := e.get("version"), int)],
+        default=SNAPSHOT_VERSION,
     )
-    lines.extend(event_line(event) + b"\n" for event in sorted(events, key=event_order))
+    lines = [header_line(highest) + b"\n"]
+    lines.extend(entry_line(entry) + b"\n" for entry in ordered_entries)
+    lines.extend(event_line(event) + b"\n" for event in ordered_events)
     return b"".join(lines)
 
 
@@ -96,30 +113,13 @@ def _encode(value: JSONValue) -> bytes:
 
 
 def entry_line(entry: Mapping[str, JSONValue]) -> bytes:
-    """An entry's line, without its newline."""
-    return _encode({ENTRY_KEY: normal_entry(entry)})
+    """An entry's line, without its newline: the entry, then the line's version."""
+    return _encode({ENTRY_KEY: normal_entry(entry), VERSION_KEY: ENTRY_VERSION})
 
 
 def event_line(event: Mapping[str, JSONValue]) -> bytes:
-    """An event's line, without its newline.
-
-    Its ``after`` (most of its bytes) is spelled with every object's keys sorted, which is the
-    journal's canonical encoding: it is encoded so directly, rather than copied sorted first,
-    and spliced in where a mark stood while the rest was encoded (the bytes are the same)."""
-    after = event.get("after")
-    if not isinstance(after, dict):
-        return _encode({EVENT_KEY: normal_event(event)})
-    line = _encode({EVENT_KEY: normal_event({**event, "after": _LINE_MARK})})
-    if line.count(_LINE_MARK_BYTES) != 1:  # the mark's text is in the event itself
-        return _encode({EVENT_KEY: normal_event(event)})
-    return line.replace(_LINE_MARK_BYTES, journal.canonical(after))
-
-
-#: Stands in for an event's ``after`` while the rest of its line is encoded: a control
-#: character and a per-process random nonce, so an event can hold its text only by chance,
-#: and then the count above shows it.
-_LINE_MARK: Final = "\x00" + secrets.token_hex(16)
-_LINE_MARK_BYTES: Final = json.dumps(_LINE_MARK).encode()
+    """An event's line, without its newline."""
+    return _encode({EVENT_KEY: normal_event(event)})
 
 
 def normal_entry(entry: Mapping[str, JSONValue]) -> JSONObject:
@@ -271,15 +271,8 @@ def _strings(path: str, value: JSONValue) -> Iterable[tuple[str, str]]:
 # -- reading ------------------------------------------------------------------------------
 
 
-def parse(data: bytes, path: str, *, checked: bool = True) -> Snapshot:
-    """Read and check a snapshot; raise :class:`SnapshotError` naming the first bad line.
-
-    :param checked: False, for an import whose checks run in another process while this one
-        merges (see :mod:`ctxkeeper.write.importcheck`), holds only what keeps that merge's
-        work bounded: one object per line and at most :data:`MAX_PARENTS` parents per event.
-        The merge may then fail on anything else, with any exception, which the import
-        answers with the checks' verdict; nothing is written before it (dec-028-9044).
-    """
+def parse(data: bytes, path: str) -> Snapshot:
+    """Read and check a snapshot; raise :class:`SnapshotError` naming the first bad line."""
     if len(data) > MAX_BYTES:
         raise SnapshotError(path, None, f"{len(data)} bytes is over the {MAX_BYTES}-byte limit")
     snapshot = Snapshot()
@@ -288,16 +281,14 @@ def parse(data: bytes, path: str, *, checked: bool = True) -> Snapshot:
     for number, line in _lines(data):
         try:
             value = _line_value(line, path, number)
-            header = _read_line(snapshot, value, path, number, strings, checked) or header
+            header = _read_line(snapshot, value, path, number, strings) or header
         except SnapshotError as exc:
             raise _masked(exc, path, number) from None
     if not header:
         raise SnapshotError(
             path, None, f"not a ctxkeeper snapshot (no {{{HEADER_KEY!r}: ...}} header line)"
         )
-    hit = (
-        _secret_hit(snapshot.entries, list(snapshot.events.values()), strings) if checked else None
-    )
+    hit = _secret_hit(snapshot.entries, list(snapshot.events.values()), strings)
     if hit:
         raise SnapshotError(path, hit[0], f"{hit[1]}; remove it from the file before importing")
     return snapshot
@@ -316,59 +307,43 @@ def _masked(error: SnapshotError, path: str, number: int) -> SnapshotError:
     )
 
 
-def _lines(data: bytes) -> Iterator[tuple[int, str | bytes]]:
-    """The file's non-blank lines, numbered. A file that is UTF-8 throughout (as every export
-    is) is decoded once and its lines are text; otherwise they stay bytes, and each is decoded
-    on its own, so the one that is not UTF-8 is named."""
-    try:
-        text = data.decode("utf-8", "surrogatepass")  # as json.loads decodes UTF-8
-    except UnicodeDecodeError:
-        for number, raw in enumerate(data.split(b"\n"), start=1):
-            if raw and not raw.isspace():  # as raw.strip() is empty, without copying the line
-                yield number, raw
-        return
-    for number, line in enumerate(text.split("\n"), start=1):
-        if line and (line[0] == "{" or not _BLANK.fullmatch(line)):
-            yield number, line
+def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """The file's non-blank lines, numbered."""
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if raw.strip():
+            yield number, raw
 
 
-def _line_value(line: str | bytes, path: str, number: int) -> JSONValue:
+def _line_value(line: bytes, path: str, number: int) -> JSONValue:
     """A line's JSON value, after its size and a merge's conflict markers are checked."""
-    size = len(line)
-    if isinstance(line, str) and size * 4 > MAX_LINE_BYTES:  # its bytes could be over
-        size = len(line.encode("utf-8", "surrogatepass"))
-    if size > MAX_LINE_BYTES:
+    if len(line) > MAX_LINE_BYTES:
         raise SnapshotError(
-            path, number, f"line of {size} bytes is over the {MAX_LINE_BYTES}-byte limit"
+            path, number, f"line of {len(line)} bytes is over the {MAX_LINE_BYTES}-byte limit"
         )
-    if (
-        line.startswith(_CONFLICT_MARKERS)
-        if isinstance(line, bytes)
-        else line.startswith(_CONFLICT_TEXTS)
-    ):
+    if line.startswith(_CONFLICT_MARKERS):
         raise SnapshotError(
             path,
             number,
             "a merge left a conflict marker here; keep both sides' lines and delete the "
             "marker lines (run `ctxkeeper init` so git merges this file with its union merge)",
         )
-    if isinstance(line, str) and line[:1] == "{" and line[1:2] != "\x00":
-        # The common line, read by the decoder's scanner directly; anything it does not read
-        # to the end goes the long way below, for the error json.loads would give.
-        try:
-            value, end = _SCAN(line, 0)
-        except (StopIteration, ValueError, RecursionError):
-            pass
-        else:
-            trailing = _TRAILING.match(line, end)  # always matches, if only the empty text
-            if end == len(line) or (trailing is not None and trailing.end() == len(line)):
-                return value
-    raw = line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass")
-    return _loaded(raw, path, number)
+    try:
+        value: JSONValue = json.loads(line)
+    except UnicodeDecodeError:
+        raise SnapshotError(path, number, "line is not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise SnapshotError(
+            path, number, f"line is not JSON ({exc.msg} at column {exc.colno}; cut off?)"
+        ) from None
+    except RecursionError:
+        raise SnapshotError(path, number, "line nests arrays or objects too deeply") from None
+    except ValueError:  # an integer past the interpreter's digit limit (int_max_str_digits)
+        raise SnapshotError(path, number, "line holds a number with too many digits") from None
+    return value
 
 
 def _read_line(
-    snapshot: Snapshot, line: JSONValue, path: str, number: int, strings: set[str], checked: bool
+    snapshot: Snapshot, line: JSONValue, path: str, number: int, strings: set[str]
 ) -> bool:
     """Check one line's value and add what it holds to ``snapshot``; True for the header."""
     key, value = _object(line, path, number)
@@ -376,12 +351,11 @@ def _read_line(
         _check_version(value, path, number)
         return True
     if key == ENTRY_KEY:
-        entry = _checked_entry(value, path, number, checked)
-        if checked:
-            _collect(entry.values(), strings)
+        entry = _checked_entry(value, path, number)
+        _collect(entry.values(), strings)
         snapshot.entries.append((number, entry))
         return False
-    _add_event(snapshot, _checked_event(value, path, number, strings, checked), path, number)
+    _add_event(snapshot, _checked_event(value, path, number, strings), path, number)
     return False
 
 
@@ -401,73 +375,46 @@ def _add_event(snapshot: Snapshot, event: JSONObject, path: str, number: int) ->
         snapshot.events[event_id] = (number, event)
 
 
-_DECODER: Final = json.JSONDecoder()
-#: The decoder's own scanner: a value and where it ends, from a position in a text.
-_SCAN: Final = cast(
-    "Callable[[str, int], tuple[JSONValue, int]]",
-    json.scanner.make_scanner(_DECODER),  # type: ignore[arg-type]  # typeshed names a class
-)
-#: Blank, as bytes.isspace() judges a line (str.isspace() takes more characters).
-_BLANK: Final = re.compile(r"[ \t\r\x0b\x0c]+")
-#: What json.loads allows after a value.
-_TRAILING: Final = re.compile(r"[ \t\n\r]*")
-_CONFLICT_TEXTS: Final = tuple(marker.decode() for marker in _CONFLICT_MARKERS)
-
-
-def _loads(raw: bytes) -> JSONValue:
-    """``json.loads(raw)``. A line that opens with an ASCII character is one json.loads
-    reads as UTF-8 (its encoding guess needs a zero byte among the first two), so it is decoded
-    here as json.loads would and handed to the decoder directly."""
-    if raw[:1] == b"{" and raw[1:2] != b"\x00":
-        value: JSONValue = _DECODER.decode(raw.decode("utf-8", "surrogatepass"))
-        return value
-    loaded: JSONValue = json.loads(raw)
-    return loaded
-
-
-def _loaded(raw: bytes, path: str, number: int) -> JSONValue:
-    try:
-        return _loads(raw)
-    except UnicodeDecodeError:
-        raise SnapshotError(path, number, "line is not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise SnapshotError(
-            path, number, f"line is not JSON ({exc.msg} at column {exc.colno}; cut off?)"
-        ) from None
-    except RecursionError:
-        raise SnapshotError(path, number, "line nests arrays or objects too deeply") from None
-    except ValueError:  # an integer past the interpreter's digit limit (int_max_str_digits)
-        raise SnapshotError(path, number, "line holds a number with too many digits") from None
-
-
 def _object(value: JSONValue, path: str, number: int) -> tuple[str, JSONValue]:
+    """A line's type and what it holds; an entry line's own version is checked here."""
+    if isinstance(value, dict) and len(value) == 2 and ENTRY_KEY in value and VERSION_KEY in value:
+        _check_line_version(value[VERSION_KEY], "entry line", ENTRY_VERSION, path, number)
+        return ENTRY_KEY, value[ENTRY_KEY]
     if not isinstance(value, dict) or len(value) != 1:
-        raise SnapshotError(path, number, "a line must be one object with a single key")
+        raise SnapshotError(
+            path,
+            number,
+            "a line must be one object with a single key (and an entry line's version)",
+        )
     [(key, inner)] = value.items()
     if key not in (HEADER_KEY, ENTRY_KEY, EVENT_KEY):
         raise SnapshotError(
             path, number, f"unknown line type {key!r} (expected {ENTRY_KEY!r} or {EVENT_KEY!r})"
         )
-    return key, inner
+    return key, inner  # an entry line without a version is version 1
 
 
 def _check_version(value: JSONValue, path: str, number: int) -> None:
+    """A header's version: the highest of its file's lines (a union merge may leave several
+    headers; each is held to what this code reads)."""
+    _check_line_version(value, "snapshot", SNAPSHOT_VERSION, path, number)
+
+
+def _check_line_version(value: JSONValue, what: str, known: int, path: str, number: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise SnapshotError(path, number, f"snapshot version {value!r} is not a version number")
-    if value > SNAPSHOT_VERSION:
+        raise SnapshotError(path, number, f"{what} version {value!r} is not a version number")
+    if value > known:
         raise SnapshotError(
             path,
             number,
-            f"snapshot version {value} was written by a newer ctxkeeper (this one reads "
-            f"version {SNAPSHOT_VERSION}); upgrade ctxkeeper to import it",
+            f"{what} version {value} was written by a newer ctxkeeper (this one reads "
+            f"version {known}); upgrade ctxkeeper to import it",
         )
 
 
-def _checked_entry(value: JSONValue, path: str, number: int, checked: bool) -> JSONObject:
+def _checked_entry(value: JSONValue, path: str, number: int) -> JSONObject:
     if not isinstance(value, dict):
         raise SnapshotError(path, number, "an entry must be an object")
-    if not checked:
-        return value
     problems = arriving_problems(value)
     for name in ("created_at", "updated_at"):
         problem = times.stored_time_problem(value.get(name))
@@ -499,21 +446,15 @@ def _deeper(value: JSONValue, limit: int) -> bool:
     return False
 
 
-def _checked_event(
-    value: JSONValue, path: str, number: int, strings: set[str], checked: bool
-) -> JSONObject:
+def _checked_event(value: JSONValue, path: str, number: int, strings: set[str]) -> JSONObject:
     """An event line's value, checked; adds the strings of its ``after`` and ``reason`` to
-    ``strings`` (collected while the entry's shape is checked, not in a second walk).
-    ``checked`` False holds only its number of parents (see :func:`parse`)."""
+    ``strings`` (collected while the entry's shape is checked, not in a second walk)."""
 
     def fail(detail: str) -> SnapshotError:
         return SnapshotError(path, number, detail)
 
     if not isinstance(value, dict):
         raise fail("a journal event must be an object")
-    if not checked:
-        _bounded_parents(value, fail)
-        return value
     if not _EVENT_KEYS.issuperset(value):
         unknown = sorted(set(value) - _EVENT_KEYS)
         raise fail(f"unknown event field {', '.join(map(repr, unknown))}")
@@ -536,7 +477,7 @@ def _checked_event(
     at = value.get("at")
     if not isinstance(at, str):
         raise fail("at must be a time string")
-    problem = _at_problem(at)
+    problem = _time_problem(at)
     if problem:
         raise fail(problem)
     _check_actor(value.get("actor"), fail)
@@ -660,18 +601,6 @@ def _time_problem(at: str) -> str | None:
     except CtxkeeperError as exc:
         return str(exc)
     return None
-
-
-#: Events of one entry and of one session often share a time: each distinct time of a
-#: plausible length is read once (the verdict is the text's alone); a longer one every time,
-#: so a hostile file cannot fill the cache with megabyte-long times.
-_cached_time_problem: Final = functools.lru_cache(maxsize=1 << 16)(_time_problem)
-
-
-def _at_problem(at: str) -> str | None:
-    if times.sound_canonical(at):
-        return None  # the form every clone writes, read without the general parser
-    return _cached_time_problem(at) if len(at) <= 64 else _time_problem(at)
 
 
 def _check_digest(value: JSONValue, fail: Callable[[str], SnapshotError]) -> None:

@@ -14,8 +14,8 @@ import bisect
 import json
 from typing import Final
 
-from ctxkeeper.core import teamlog
-from ctxkeeper.core.snapshotformat import (
+from ctxkeeper.team import teamlog
+from ctxkeeper.team.snapshotformat import (
     ENTRY_KEY,
     EVENT_KEY,
     HEADER_LINE,

@@ -1,9 +1,11 @@
-"""Write-behind (dec-025-2cdb): a write is journaled before it returns; the entry file, the
-hooks' index and the team snapshot follow when the writer flushes, and nobody reads stale.
+"""The checkpoint rule (dec-025-2cdb, restated by issue 24): a write is journaled before it
+returns; in a process that may lag, the entry file, the hooks' index and the team snapshot
+follow at a checkpoint (the journal's tail past the entry file passes N records or T seconds,
+the process goes quiet, or it closes), and nobody reads stale.
 
-The deferred state is driven in-process (the server's switch, turned on here) so it can be
-looked at before the flush; every reader is a separate process (the CLI, the real edit hook),
-and the server tests run the real ``ctxkeeper serve``.
+The lag is driven in-process (the server's switch, turned on here) so it can be looked at
+before the checkpoint; every reader is a separate process (the CLI, the real edit hook), and
+the server tests run the real ``ctxkeeper serve``.
 """
 
 from __future__ import annotations
@@ -17,12 +19,13 @@ import time
 
 import pytest
 
-from ctxkeeper.core import journal, snapshot, teamlog
+from ctxkeeper.core import journal
 from ctxkeeper.core import store as store_module
 from ctxkeeper.core.errors import BelowFloorError
-from ctxkeeper.core.snapshotformat import render
 from ctxkeeper.core.store import ENTRIES_FILE, JOURNAL_FILE, Store
-from ctxkeeper.mcp import writebehind
+from ctxkeeper.mcp import checkpoints
+from ctxkeeper.team import snapshot, teamlog
+from ctxkeeper.team.snapshotformat import render
 from ctxkeeper.write.verbs import record_entry, update_entry, user_actor
 from tests.conftest import REPO_ROOT, constraint_fields
 from tests.hook_harness import edit, run_hook
@@ -104,19 +107,28 @@ def gate_ids(project: Path, session: str) -> str:
     return answer.stdout
 
 
+def lag(store: Store) -> int:
+    """How many journal records the entry file on disk is behind by."""
+    data = file_bytes(store.path(ENTRIES_FILE))
+    written = int(json.loads(data)["journal"]["seq"]) if data else 0
+    return store.journal_view().seq - written
+
+
 @pytest.fixture
-def deferring(store: Store) -> Iterator[Store]:
-    """A store with one person's rule written normally, then this process deferring."""
+def deferring(store: Store, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
+    """A store with one person's rule written normally, then this process lagging (the time
+    rule pushed out of reach, so a slow machine cannot checkpoint mid-test)."""
     record(store, RULES[0])
-    store_module.write_behind(True)
+    monkeypatch.setattr(store_module, "CHECKPOINT_SECONDS", 3600.0)
+    store_module.allow_checkpoint_lag(True)
     try:
         yield store
     finally:
-        store_module.write_behind(False)
-        store_module.flush_deferred()
+        store_module.allow_checkpoint_lag(False)
+        store_module.checkpoint_all()
 
 
-class TestDeferredInProcess:
+class TestLagInProcess:
     def test_readers_see_a_write_the_files_do_not_show_yet(
         self, deferring: Store, project: Path
     ) -> None:
@@ -130,15 +142,17 @@ class TestDeferredInProcess:
         assert file_bytes(store.path(JOURNAL_FILE)) != journal_before
         assert file_bytes(store.path(ENTRIES_FILE)) == entries_before
         assert file_bytes(snapshot.default_path(store.dir)) == snapshot_before
-        assert store_module.deferred_writes()[0] == 1
+        assert lag(store) == 1
+        assert store_module.lagging()
         # Another process reads the journal's fold: the new rule beside the old one.
         assert listed(store.root) == {old, new}
         # The real edit hook (its own process, its own index) gates on both.
         said = gate_ids(project, "s-deferred")
         assert new in said
         assert old in said
-        store_module.flush_deferred()
-        assert store_module.deferred_writes() == (0, None)
+        store_module.checkpoint_all()
+        assert lag(store) == 0
+        assert not store_module.lagging()
         assert ids_in_entries_file(store) == {old, new}
         assert file_bytes(snapshot.default_path(store.dir)) == full_export(store)
         assert cli(store.root, "doctor").returncode == 0
@@ -149,16 +163,16 @@ class TestDeferredInProcess:
         ids = [record(store, rule) for rule in RULES[1:]]
         clearer = "Charges retried without a key were taken twice in the March outage."
         update_entry(store, ids[0], {"reason": clearer}, "a clearer reason", actor=user_actor())
-        with pytest.raises(BelowFloorError):  # refused: nothing written, the deferral kept
+        with pytest.raises(BelowFloorError):  # refused: nothing written, the lag kept
             record_entry(
                 store, "constraint", {**constraint(RULES[0]), "rule": "x"}, actor=user_actor()
             )
         assert file_bytes(store.path(ENTRIES_FILE)) == entries_before
-        assert store_module.deferred_writes()[0] == len(ids) + 1
-        store_module.flush_deferred()
+        assert lag(store) == len(ids) + 1
+        store_module.checkpoint_all()
         assert set(ids) < ids_in_entries_file(store)
         assert store.load().entries[ids[0]]["reason"] == clearer
-        # Patched from the deferred records alone, the file is what a full export writes.
+        # Patched from the journal's tail alone, the file is what a full export writes.
         assert file_bytes(snapshot.default_path(store.dir)) == full_export(store)
         records = store.read_journal()
         assert journal.verify_chain(records) == []
@@ -173,8 +187,8 @@ class TestDeferredInProcess:
         # The other process found our journaled record past the entry file and wrote it.
         on_disk = ids_in_entries_file(store)
         assert ours in on_disk
-        later = record(store, RULES[3])  # our deferred state is void: this write reads afresh
-        store_module.flush_deferred()
+        later = record(store, RULES[3])  # this write reads the files afresh
+        store_module.checkpoint_all()
         assert {ours, later} < ids_in_entries_file(store)
         assert len(ids_in_entries_file(store)) == 4
         assert file_bytes(snapshot.default_path(store.dir)) == full_export(store)
@@ -232,7 +246,7 @@ class TestServer:
             session.close()
         assert cli(store.root, "doctor").returncode == 0
 
-    def test_sigterm_applies_the_deferred_writes_on_the_way_out(self, review_off: Store) -> None:
+    def test_sigterm_checkpoints_on_the_way_out(self, review_off: Store) -> None:
         store = review_off
         session = serve(store.root)
         new = recorded_id(session.call("record_entry", record_args(RULES[0])))
@@ -244,7 +258,9 @@ class TestServer:
             assert stream is not None
             stream.close()
 
-    def test_sigkill_before_the_flush_loses_nothing(self, review_off: Store, project: Path) -> None:
+    def test_sigkill_before_the_checkpoint_loses_nothing(
+        self, review_off: Store, project: Path
+    ) -> None:
         store = review_off
         session = serve(store.root)
         first = recorded_id(session.call("record_entry", record_args(RULES[0])))
@@ -262,10 +278,11 @@ class TestServer:
         assert cli(store.root, "doctor").returncode == 0
 
 
-class TestWhenTheServerFlushes:
-    """The policy of ctxkeeper.mcp.writebehind.settle, driven with a stand-in stdin probe."""
+class TestCheckpointRule:
+    """The rule in the store, and ctxkeeper.mcp.checkpoints.settle driven with a stand-in
+    stdin probe."""
 
-    def test_input_soon_waits_and_quiet_flushes(self, deferring: Store) -> None:
+    def test_input_soon_waits_and_quiet_checkpoints(self, deferring: Store) -> None:
         store = deferring
         new = record(store, RULES[1])
         asked: list[float] = []
@@ -274,19 +291,34 @@ class TestWhenTheServerFlushes:
             asked.append(timeout)
             return True
 
-        writebehind.settle(more_coming)
-        assert asked == [writebehind.IDLE_SECONDS]
-        assert store_module.deferred_writes()[0] == 1  # a burst goes on: still deferred
+        checkpoints.settle(more_coming)
+        assert asked == [store_module.CHECKPOINT_SECONDS]
+        assert lag(store) == 1  # a burst goes on: still lagging
         assert new not in ids_in_entries_file(store)
-        writebehind.settle(lambda _timeout: False)  # quiet: written now
-        assert store_module.deferred_writes() == (0, None)
+        checkpoints.settle(lambda _timeout: False)  # quiet: written now
+        assert lag(store) == 0
         assert new in ids_in_entries_file(store)
 
-    def test_old_deferred_writes_are_flushed_even_mid_burst(self, deferring: Store) -> None:
+    def test_an_old_tail_is_checkpointed_by_the_next_write(
+        self, deferring: Store, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         store = deferring
         young = record(store, RULES[1])
-        writebehind.settle(lambda _timeout: True)
-        assert young not in ids_in_entries_file(store)  # the control: young and input coming
-        store_module._DEFERRED[store.dir].since -= writebehind.OLDEST_SECONDS
-        writebehind.settle(lambda _timeout: True)
-        assert young in ids_in_entries_file(store)
+        assert young not in ids_in_entries_file(store)  # the control: a young tail lags
+        monkeypatch.setattr(store_module, "CHECKPOINT_SECONDS", 0.0)
+        later = record(store, RULES[2])  # the tail is now old enough: this write checkpoints
+        assert {young, later} <= ids_in_entries_file(store)
+        assert lag(store) == 0
+        assert file_bytes(snapshot.default_path(store.dir)) == full_export(store)
+
+    def test_a_long_tail_is_checkpointed_by_the_write_that_reaches_n(
+        self, deferring: Store, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        store = deferring
+        monkeypatch.setattr(store_module, "CHECKPOINT_RECORDS", 3)
+        first, second = record(store, RULES[1]), record(store, RULES[2])
+        assert lag(store) == 2  # the control: under N records, the files wait
+        assert not {first, second} & ids_in_entries_file(store)
+        third = record(store, RULES[3])
+        assert {first, second, third} <= ids_in_entries_file(store)
+        assert lag(store) == 0

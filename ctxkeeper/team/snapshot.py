@@ -14,10 +14,11 @@ import os
 import sys
 from typing import Final
 
-from ctxkeeper.core import fsutil, journal, teamlog
+from ctxkeeper.core import fsutil, journal
 from ctxkeeper.core.errors import SnapshotError, StoreError
-from ctxkeeper.core.snapshotformat import HEADER_LINE, SNAPSHOT_FILE, event_line, parse, render
-from ctxkeeper.core.snapshotpatch import CannotPatchError, Key, patch_lines
+from ctxkeeper.team import teamlog
+from ctxkeeper.team.snapshotformat import HEADER_LINE, SNAPSHOT_FILE, event_line, parse, render
+from ctxkeeper.team.snapshotpatch import CannotPatchError, Key, patch_lines
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ctxkeeper.core._types import JSONObject, JSONValue
 
 #: The fields of an event as the team shares it, in the snapshot's order: the sort key first, so
-#: a line's place is read from its first bytes (ctxkeeper.core.snapshotpatch). The rest of a
+#: a line's place is read from its first bytes (ctxkeeper.team.snapshotpatch). The rest of a
 #: journal record is this clone's (``seq``, ``prev``, ``hash``, ``tx``), and ``before`` follows
 #: from the parents.
 EVENT_FIELDS: Final = ("id", "at", "event", "version", "op", "actor", "reason", "parents", "after")
