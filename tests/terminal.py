@@ -71,7 +71,16 @@ class Session:
     """The real CLI on a pseudo-terminal of 80x24, driven step by step as a person would:
     wait for what it shows (``expect``), then type (``type``)."""
 
-    def __init__(self, project: str, argv: list[str], *, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        project: str,
+        argv: list[str],
+        *,
+        env: dict[str, str] | None = None,
+        command: list[str] | None = None,
+    ) -> None:
+        """Run ``python -m ctxkeeper ARGV --project-dir PROJECT``, or, given ``command``, that
+        command as written in ``project`` (a README line a person types)."""
         import fcntl
         import struct
         import termios
@@ -82,11 +91,11 @@ class Session:
         self.raw = b""
         self.seen = 0
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "ctxkeeper", *argv, "--project-dir", project],
+            command or [sys.executable, "-m", "ctxkeeper", *argv, "--project-dir", project],
             stdin=follower,
             stdout=follower,
             stderr=follower,
-            cwd=REPO_ROOT,
+            cwd=project if command else REPO_ROOT,
             env=env if env is not None else person_env(COLUMNS="80", TERM="xterm"),
         )
         os.close(follower)
