@@ -630,8 +630,8 @@ def _clean_common(
 
 
 def _phrasings(items: list[str]) -> JSONValue:
-    """``asked_as``: 3-120 readable characters each, at most eight (no floor: config raises
-    none of this); a phrasing given twice is kept once."""
+    """``asked_as``: each at least 3 characters as read and at most 120 as stored, at most
+    eight (no floor: config raises none of this); a phrasing given twice is kept once."""
     phrasings = _unique(items)
     if len(phrasings) > ASKED_ITEMS:
         raise ValidationError(
@@ -639,11 +639,12 @@ def _phrasings(items: list[str]) -> JSONValue:
             field="asked_as",
         )
     for number, item in enumerate(phrasings):
-        length = readable_length(str(item))
+        # Short is measured as read (dots or one letter repeated say nothing); long as stored.
+        length = readable_length(str(item)) if len(str(item)) <= ASKED_MAX else len(str(item))
         if not ASKED_MIN <= length <= ASKED_MAX:
             raise ValidationError(
-                f"asked_as[{number}] has {length} readable characters; a phrasing is a "
-                f"question or symptom of {ASKED_MIN}-{ASKED_MAX}",
+                f"asked_as[{number}] has {length} characters; a phrasing is a question or "
+                f"symptom of {ASKED_MIN}-{ASKED_MAX} characters",
                 field=f"asked_as[{number}]",
             )
     return phrasings
