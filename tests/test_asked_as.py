@@ -375,9 +375,9 @@ class TestSnapshot:
     @pytest.mark.parametrize(
         ("phrasings", "says"),
         [
-            ([f"phrasing number {n}" for n in range(9)], "asked_as"),
+            ([f"phrasing number {n}" for n in range(9)], "asked_as has 9 phrasings"),
             (["ab"], "asked_as[0]"),
-            (["how do deploys log in", "why AKIAIOSFODNN7EXAMPLQ fails"], "asked_as"),
+            (["how do deploys log in", "why AKIAIOSFODNN7EXAMPLQ fails"], "asked_as[1]"),
             ([], "asked_as is empty"),
         ],
     )
