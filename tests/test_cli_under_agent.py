@@ -248,3 +248,46 @@ class TestOtherWritesUnderAnAgent:
         assert held["scope"] == ["src/billing"]
         assert [c["fields"] for c in held["pending_changes"]] == [{"scope": []}]
         assert origins(store, rule)[-1] == ("verify", "agent")
+
+    def test_phrasings_added_by_hand_apply_and_a_rule_change_beside_them_waits(
+        self, store: Store
+    ) -> None:
+        first, second = (
+            person_rule(store),
+            cli(
+                store.root,
+                "add",
+                "constraint",
+                *SOFTER_RULE,
+                "--project-dir",
+                store.root,
+                env=person_env(),
+            )["id"],
+        )
+        asked = '"asked_as": ["why are charges sent twice", "double charge on retry"], '
+        path = store.path("entries.json")
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+        # The first entry gets phrasings alone; the second phrasings and a softer hardness.
+        hard, soft = '"hardness": "hard", ', '"hardness": "soft", '
+        text = text.replace(hard, hard + asked, 1).replace(soft, '"hardness": "hard", ' + asked)
+        assert text.count("asked_as") == 2
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        server = McpSession(
+            [sys.executable, "-m", "ctxkeeper", "serve", "--project-dir", store.root],
+            env=child_env(HOME=store.root),
+        )
+        try:
+            result = server.call("verify_entry", {"id": first})
+        finally:
+            server.close()
+        assert not result.get("isError"), result
+        applied = entry(store, first)
+        assert applied["asked_as"] == ["why are charges sent twice", "double charge on retry"]
+        assert "pending_changes" not in applied
+        assert ("manual_edit", "agent") in origins(store, first)
+        held = entry(store, str(second))
+        assert (held["hardness"], held.get("asked_as")) == ("soft", None)
+        [change] = held["pending_changes"]
+        assert set(change["fields"]) == {"asked_as", "hardness"}

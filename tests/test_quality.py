@@ -41,6 +41,10 @@ VOCABULARY = """cache token session retry charge refund invoice ledger queue wor
 LONG_REASON = "On 2025-02-11 a retry storm double-charged forty customers at checkout."
 
 
+#: Phrasings, so that an entry is not listed as missing them where a test is about other advice.
+ASKED = ["why do charges get sent twice", "customers double charged on retry"]
+
+
 def add(store: Store, kind: str = "constraint", *, agent: bool = False, **fields: object) -> str:
     make = {"constraint": constraint_fields, "decision": decision_fields}.get(kind, pipeline_fields)
     actor = agent_actor("s-agent") if agent else USER
@@ -374,12 +378,18 @@ def cli(project: Path, *argv: str) -> subprocess.CompletedProcess[str]:
 
 class TestDoctorQuality:
     def test_json_lists_findings_and_exits_zero(self, project: Path, store: Store) -> None:
-        thin = add(store, reason="make refuses recipes indented with spaces.", tags=["build"])
+        thin = add(
+            store,
+            reason="make refuses recipes indented with spaces.",
+            tags=["build"],
+            asked_as=ASKED,
+        )
         fine = add(
             store,
             rule="Feature flags are removed within a quarter",
             reason=LONG_REASON,
             tags=["build"],
+            asked_as=ASKED,
         )
         hand_edit(store, fine, valid_until="soon")
         before = {
@@ -401,8 +411,8 @@ class TestDoctorQuality:
     def test_text_groups_by_code_and_shows_stored_text_visibly(
         self, project: Path, store: Store
     ) -> None:
-        entry = add(store, tags=[])
-        add(store, rule="Feature flags are removed within a quarter", tags=[])
+        entry = add(store, tags=[], asked_as=ASKED)
+        add(store, rule="Feature flags are removed within a quarter", tags=[], asked_as=ASKED)
         hand_edit(store, entry, valid_until="\x1b[31mred")
         proc = cli(project, "doctor", "--quality")
         assert proc.returncode == 0, proc.stderr
@@ -418,8 +428,8 @@ class TestDoctorQuality:
         assert "advice, nothing is broken" in lines[-1]
 
     def test_a_clean_store_says_ok(self, project: Path, store: Store) -> None:
-        add(store, tags=["billing"])
-        add(store, rule="Refunds are logged before sending", tags=["billing"])
+        add(store, tags=["billing"], asked_as=ASKED)
+        add(store, rule="Refunds are logged before sending", tags=["billing"], asked_as=ASKED)
         proc = cli(project, "doctor", "--quality")
         assert (proc.returncode, proc.stdout.strip()) == (
             0,
@@ -429,6 +439,31 @@ class TestDoctorQuality:
         plain = cli(project, "doctor")
         assert plain.returncode == 0
         assert "journal chain verified" in plain.stdout
+
+    def test_lists_active_entries_without_asked_as_with_the_fix(
+        self, project: Path, store: Store
+    ) -> None:
+        bare = add(store, tags=["billing"])
+        asked = add(
+            store, rule="Refunds are logged before sending", tags=["billing"], asked_as=ASKED
+        )
+        # An agent's proposal is not yet in force: it is reviewed whole, phrasings and all.
+        proposed = add(
+            store,
+            rule="Invoices are numbered without gaps per year",
+            tags=["billing"],
+            agent=True,
+        )
+        report = json.loads(cli(project, "doctor", "--quality", "--json").stdout)
+        assert report["counts"] == {"no_asked_as": 1}
+        assert [f["ids"] for f in report["findings"]] == [[bare]]
+        assert asked not in str(report)
+        assert proposed not in str(report)
+        lines = cli(project, "doctor", "--quality").stdout.splitlines()
+        assert lines[0] == "no_asked_as: 1 entry without asked_as"
+        assert bare in lines[1]
+        assert "--asked-as TEXT" in lines[1]
+        assert "update_entry" in lines[1]
 
     def test_quality_with_repair_is_a_usage_error(self, project: Path, store: Store) -> None:
         proc = cli(project, "doctor", "--quality", "--repair")

@@ -514,6 +514,40 @@ class TestReviewQueueOnATerminal:
             GOLDEN.write_text(shown, encoding="utf-8")
         assert shown == GOLDEN.read_text(encoding="utf-8")
 
+    def test_the_screen_shows_how_a_proposal_is_asked_for(
+        self, store: Store, launch: Callable[..., Terminal]
+    ) -> None:
+        require_person_ancestry()
+        asked = ["why do refunds go out twice", "customer refunded twice; retry?"]
+        record_entry(
+            store,
+            "constraint",
+            constraint_fields(
+                rule="Every refund request carries an idempotency key", asked_as=asked
+            ),
+            actor=agent_actor("s-review"),
+        )
+        # The control: a proposal without phrasings shows no such line.
+        record_entry(
+            store,
+            "constraint",
+            constraint_fields(rule="Card numbers never reach the application logs"),
+            actor=agent_actor("s-review"),
+        )
+        screen = launch(store.root, NO_COLOR="1")
+        first = normalised(screen.expect(PROMPT))
+        screen.type("s")
+        second = normalised(screen.expect(PROMPT))
+        screen.type("q")
+        assert screen.finish()[0] == 0
+        with_it, without = (first, second) if "refund" in first else (second, first)
+        # One phrasing a line, whole: the semicolon in one does not split it.
+        assert f"- {asked[0]}" in with_it
+        assert f"- {asked[1]}" in with_it
+        assert "asked as" in with_it
+        assert "Card numbers never reach" in flat(without)
+        assert "asked as" not in without
+
     def test_an_empty_queue_says_so(self, store: Store, launch: Callable[..., Terminal]) -> None:
         require_person_ancestry()
         code, text = launch(store.root).finish()

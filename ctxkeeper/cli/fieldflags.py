@@ -17,8 +17,16 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 #: The fields every kind takes besides its own.
-COMMON_INPUTS: Final = ("scope", "tags", "related_to", "supersedes", "valid_from", "valid_until")
-_COMMON_LISTS: Final = ("scope", "tags", "related_to", "supersedes")
+COMMON_INPUTS: Final = (
+    "asked_as",
+    "scope",
+    "tags",
+    "related_to",
+    "supersedes",
+    "valid_from",
+    "valid_until",
+)
+_COMMON_LISTS: Final = ("asked_as", "scope", "tags", "related_to", "supersedes")
 
 
 def inputs() -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -49,6 +57,10 @@ _FIELD_HELP: Final = {
     "scope": (
         "a repository-relative file or directory the entry governs (src/billing/ or "
         "db/schema.sql); repeat for more; none means the whole project"
+    ),
+    "asked_as": (
+        "a way a teammate or agent would ask for this or describe its symptom, in their words "
+        "(3-120 characters); repeat for each, up to 8"
     ),
     "tags": "a tag to find it by; repeat for more",
     "related_to": "the id of a related entry (dec-021-b607); repeat for more",

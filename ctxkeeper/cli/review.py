@@ -34,6 +34,7 @@ from ctxkeeper.core.model import (
     editable_view,
     ordered,
     revision_of,
+    with_fields,
 )
 from ctxkeeper.core.store import Commit, Transaction
 from ctxkeeper.read import render
@@ -347,7 +348,9 @@ def _apply_change(
             exclude=[entry_id],
             purged=tx.state.purged,
         )
-        after = ordered({**base, **clean, "updated_at": at, "revision": revision_of(current) + 1})
+        after = ordered(
+            {**with_fields(base, clean), "updated_at": at, "revision": revision_of(current) + 1}
+        )
         text = "\n".join([text, *render.field_diff(base, after)])
     else:
         successor = change.get("superseded_by")

@@ -90,6 +90,9 @@ def paragraphs(key: str, value: JSONValue) -> list[Paragraph]:
         # A kind's own list (steps, alternatives): one item a line, numbered.
         numbered = [(f"{n}. ", render.visible(str(item))) for n, item in enumerate(value, 1)]
         return numbered or [("", "(none)")]
+    if key == "asked_as" and isinstance(value, list):
+        # One phrasing a line: a phrasing may hold the separator another list is joined by.
+        return [("- ", render.visible(str(item))) for item in value] or [("", "(none)")]
     if key == "scope" and _empty(value):
         return [("", "(project-wide)")]
     if key == "pending_changes" and isinstance(value, list):

@@ -16,7 +16,7 @@ from typing import Final
 
 from ctxkeeper.core.errors import StateError, UsageError
 from ctxkeeper.core.journal import canonical
-from ctxkeeper.core.model import EDITABLE_FIELDS
+from ctxkeeper.core.model import EDITABLE_FIELDS, RULE_FREE_FIELDS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,14 +40,21 @@ MAX_PENDING: Final = 10
 
 # con-005-c0ea: an agent change to a person's entry waits; dec-008-a07c: held on the entry.
 def needs_review(
-    entry: Mapping[str, JSONValue], actor: Mapping[str, JSONValue], policy: str
+    entry: Mapping[str, JSONValue],
+    actor: Mapping[str, JSONValue],
+    policy: str,
+    changed: Iterable[str] = (),
 ) -> bool:
     """Whether ``actor``'s change to ``entry`` must wait for a person.
 
     Under the ``agent`` policy every agent change does, except to an agent's own entry that
-    is still ``proposed``: that one is reviewed as a whole when a person approves it.
+    is still ``proposed`` (reviewed as a whole when a person approves it) and an update whose
+    ``changed`` fields all change no rule (``asked_as``: like a verification, journaled).
     """
     if actor.get("origin") != "agent" or policy != "agent":
+        return False
+    names = set(changed)
+    if names and names <= RULE_FREE_FIELDS:
         return False
     return not (entry.get("origin") == "agent" and entry.get("status") == "proposed")
 
@@ -76,7 +83,10 @@ def base_digest(entry: Mapping[str, JSONValue]) -> str:
     """A digest of the fields a writer can change: a proposal made against other content is
     stale. Status is left out so approving a proposed entry does not stale its changes."""
     fields = EDITABLE_FIELDS.get(str(entry.get("kind")), ())
-    view: JSONValue = {key: entry[key] for key in fields if key in entry}
+    # Phrasings an agent adds directly change no rule a proposal was made against.
+    view: JSONValue = {
+        key: entry[key] for key in fields if key in entry and key not in RULE_FREE_FIELDS
+    }
     return hashlib.sha256(canonical(view)).hexdigest()[:16]
 
 

@@ -7,7 +7,8 @@ in an agent's shell) nobody vouches that a person made it, so it is the agent's:
 with origin ``agent`` and, under the ``agent`` review policy, held to the rule every agent
 change is held to. An edit of an entry in force becomes a pending change a person reviews, and
 the entry stays as the journal has it; a status the file claims (an approval, a retirement) is
-never taken from the file; an entry added by hand arrives ``proposed``.
+never taken from the file; an entry added by hand arrives ``proposed``. An edit of phrasings
+alone (``asked_as``) changes no rule and applies, as ``update_entry`` applies it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
-from ctxkeeper.core.model import EDITABLE_FIELDS, ordered
+from ctxkeeper.core.model import (
+    EDITABLE_FIELDS,
+    OPTIONAL_FIELDS,
+    RULE_FREE_FIELDS,
+    ordered,
+    stored_problems,
+)
+from ctxkeeper.core.secretscan import scan_fields
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -73,7 +81,12 @@ def plan(
             kept = None if after is None else {**after, "status": before.get("status")}
             result.applied[entry_id] = (kept, FOUND_REASON)
         elif edited := _edited_fields(before, after):
-            result.held[entry_id] = edited
+            phrased = _with_edited(before, edited) if set(edited) <= RULE_FREE_FIELDS else None
+            if phrased is not None and not stored_problems(phrased) and not scan_fields(edited):
+                result.applied[entry_id] = (phrased, FOUND_REASON)
+            else:
+                # What a write would refuse waits too: approving it re-checks it.
+                result.held[entry_id] = edited
         else:
             result.applied[entry_id] = (before, REFUSED_REASON)
     return result
@@ -99,4 +112,16 @@ def _edited_fields(before: JSONObject, after: JSONObject | None) -> dict[str, JS
         return {}
     kind = str(before.get("kind"))
     names = EDITABLE_FIELDS.get(kind, ())
-    return {name: after.get(name) for name in names if after.get(name) != before.get(name)}
+    edited = {name: after.get(name) for name in names if after.get(name) != before.get(name)}
+    # An optional field taken out of the file is proposed as emptied, which a write accepts.
+    return {
+        name: [] if value is None and name in OPTIONAL_FIELDS else value
+        for name, value in edited.items()
+    }
+
+
+def _with_edited(before: JSONObject, edited: Mapping[str, JSONValue]) -> JSONObject:
+    """The journal's entry with ``edited`` applied; an emptied optional field left out."""
+    kept = {key: value for key, value in before.items() if key not in edited}
+    kept.update({key: value for key, value in edited.items() if value != []})
+    return ordered(kept)

@@ -392,13 +392,27 @@ KIND_FIELDS: Final[Mapping[str, tuple[str, ...]]] = KindTable(lambda spec: spec.
 #: The contract's floors in characters; ``steps`` counts items and ``step`` is each step's floor.
 CONTRACT_FLOORS: Final[Mapping[str, Mapping[str, int]]] = KindTable(lambda spec: spec.floors)
 #: Common fields a writer may set.
-COMMON_INPUT_FIELDS: Final = ("scope", "tags", "related_to", "valid_from", "valid_until")
+COMMON_INPUT_FIELDS: Final = (
+    "asked_as",
+    "scope",
+    "tags",
+    "related_to",
+    "valid_from",
+    "valid_until",
+)
+#: Common fields an entry holds only when they say something: omitted when empty, so an entry
+#: without them (every entry written before they existed) keeps its bytes.
+OPTIONAL_FIELDS: Final = frozenset({"asked_as"})
+#: Fields that change no rule (how an entry is asked for): an agent sets them directly under
+#: any review policy, journaled as its update (DESIGN.md, "Entry").
+RULE_FREE_FIELDS: Final = frozenset({"asked_as"})
 #: Fields ``update_entry`` may change; identity, status and provenance are not among them.
 EDITABLE_FIELDS: Final[Mapping[str, tuple[str, ...]]] = KindTable(
     lambda spec: (*spec.field_names, *COMMON_INPUT_FIELDS)
 )
 _HEAD_FIELDS: Final = ("id", "kind", "status", "origin")
 _TAIL_FIELDS: Final = (
+    "asked_as",
     "scope",
     "tags",
     "related_to",
@@ -492,6 +506,11 @@ LIST_MAX: Final = 50
 
 Floors = dict[str, dict[str, int]]
 _TAG_MAX = 40
+#: ``asked_as``: each phrasing is a question or a symptom in a few words, not prose (a long
+#: one would drown the entry's own fields in the text index); a handful of them is the point.
+ASKED_MIN: Final = 3
+ASKED_MAX: Final = 120
+ASKED_ITEMS: Final = 8
 
 
 def contract_floors() -> Floors:
@@ -595,6 +614,8 @@ def _clean_common(
         # An empty string is a spelling of the whole project here, not a blank to skip.
         return _clean_scopes(_string_list(field, value, keep_empty=True), root, notes)
     items = _string_list(field, value)
+    if field == "asked_as":
+        return _phrasings(items)
     if field == "tags":
         tags = [item.lower() for item in items]
         for number, tag in enumerate(tags):
@@ -606,6 +627,27 @@ def _clean_common(
                 )
         return _unique(tags)
     return _unique([_related_id(number, item) for number, item in enumerate(items)])
+
+
+def _phrasings(items: list[str]) -> JSONValue:
+    """``asked_as``: each at least 3 characters as read and at most 120 as stored, at most
+    eight (no floor: config raises none of this); a phrasing given twice is kept once."""
+    phrasings = _unique(items)
+    if len(phrasings) > ASKED_ITEMS:
+        raise ValidationError(
+            f"asked_as has {len(phrasings)} phrasings; keep the {ASKED_ITEMS} most likely",
+            field="asked_as",
+        )
+    for number, item in enumerate(phrasings):
+        # Short is measured as read (dots or one letter repeated say nothing); long as stored.
+        length = readable_length(str(item)) if len(str(item)) <= ASKED_MAX else len(str(item))
+        if not ASKED_MIN <= length <= ASKED_MAX:
+            raise ValidationError(
+                f"asked_as[{number}] has {length} characters; a phrasing is a question or "
+                f"symptom of {ASKED_MIN}-{ASKED_MAX} characters",
+                field=f"asked_as[{number}]",
+            )
+    return phrasings
 
 
 def _related_id(number: int, item: str) -> str:
@@ -648,6 +690,8 @@ def clean_fields(
     for field in COMMON_INPUT_FIELDS:
         default: object = None if field.startswith("valid_") else []
         clean[field] = _clean_common(field, fields.get(field, default), root, notes)
+        if field in OPTIONAL_FIELDS and not clean[field]:
+            del clean[field]
     check_window(clean["valid_from"], clean["valid_until"])
     return clean
 
@@ -722,6 +766,22 @@ def new_entry(
     return ordered(entry)
 
 
+def with_fields(current: Mapping[str, JSONValue], clean: Mapping[str, JSONValue]) -> JSONObject:
+    """``current`` with cleaned fields applied: an optional field :func:`clean_fields` left
+    out (emptied) goes, rather than keeping its old value."""
+    out: JSONObject = {
+        key: value for key, value in current.items() if key not in OPTIONAL_FIELDS or key in clean
+    }
+    out.update(clean)
+    return out
+
+
+def changed_fields(current: Mapping[str, JSONValue], clean: Mapping[str, JSONValue]) -> list[str]:
+    """The names whose value ``clean`` changes, an emptied optional field among them."""
+    names = {*clean, *(key for key in OPTIONAL_FIELDS if key in current)}
+    return sorted(name for name in names if current.get(name) != clean.get(name))
+
+
 def editable_view(entry: Mapping[str, object]) -> dict[str, object]:
     """The writer-settable fields of a stored entry, the base an update is applied to."""
     kind = str(entry["kind"])
@@ -764,6 +824,12 @@ def stored_problems(entry: Mapping[str, object]) -> list[str]:
     elif not 1 <= revision <= MAX_REVISION:
         # A huge revision would win every later fold of concurrent versions (teamlog.resolve).
         problems.append(f"{entry_id}: revision must be between 1 and {MAX_REVISION}")
+    # Every writer leaves an empty optional field out; kept, it would change the entry's bytes.
+    problems.extend(
+        f"{entry_id}: {name} is empty; leave it out instead"
+        for name in sorted(OPTIONAL_FIELDS)
+        if entry.get(name) == []
+    )
     kind = str(entry["kind"])
     # A validity bound that does not parse is treated as absent; doctor notes it separately.
     view = {k: v for k, v in editable_view(entry).items() if k not in ("valid_from", "valid_until")}

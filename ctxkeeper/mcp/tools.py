@@ -103,6 +103,7 @@ def record_input() -> JSONObject:
         {
             "kind": _kind(),
             **own,
+            "asked_as": _strings(),
             "scope": _strings(),
             "tags": _strings(),
             "related_to": _strings(_ID),
@@ -120,6 +121,7 @@ def _record_description() -> str:
             "Store what a later session must know, with its why.",
             *(spec.mcp_line for spec in kind_specs()),
             (
+                "asked_as: 3-6 ways someone would ask for it or word its symptom. "
                 "supersedes: ids it replaces. Times ISO-8601 UTC. Refused if thin, "
                 "secret-bearing or like a retired entry."
             ),
@@ -528,7 +530,8 @@ def _table() -> list[
             "Update an entry",
             (
                 "Change fields of an active or proposed entry (reason 10+ chars); floors "
-                "re-apply. A change to a person's entry waits for their approval."
+                "re-apply. A change to a person's entry waits for their approval, except "
+                "asked_as alone."
             ),
             _object(
                 {

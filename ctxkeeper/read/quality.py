@@ -25,6 +25,11 @@ The heuristics, exactly (``live`` = status ``active`` or ``proposed``; every heu
     tags; and no other live entry has a scope path equal to, inside or around one of its own
     (one covers the other, whole path components). A project-wide (empty) scope shares with
     nothing: it would make every entry a neighbour of every other.
+``no_asked_as``
+    An ``active`` entry without ``asked_as``: nothing says how a teammate or an agent would ask
+    for it in their own words, so a question that shares few of its words misses it. Listed by
+    ``doctor --quality`` only; the hooks' one line of counts leaves it out (every entry written
+    before the field existed has none, and adding them is the agent's to do, not the person's).
 ``unscoped_path_rule``
     A live constraint with an empty scope whose ``rule`` or ``reason`` names a repository path
     (:func:`named_paths`): a rule about a file that is not scoped to it is never delivered at
@@ -93,7 +98,10 @@ CODES: Final = (
     "thin_rationale",
     "no_tags",
     "isolated",
+    "no_asked_as",
 )
+#: Advice for ``doctor --quality`` alone, not for the hooks' line of counts (see above).
+DOCTOR_ONLY: Final = frozenset({"no_asked_as"})
 #: How each code reads in a count, for one and for more ("3 entries without tags").
 LABELS: Final = {
     "bad_validity": ("entry with a bad validity bound", "entries with a bad validity bound"),
@@ -106,6 +114,7 @@ LABELS: Final = {
     "thin_rationale": ("thin rationale", "thin rationales"),
     "no_tags": ("entry without tags", "entries without tags"),
     "isolated": ("isolated entry", "isolated entries"),
+    "no_asked_as": ("entry without asked_as", "entries without asked_as"),
 }
 #: "Near the floor": shorter than this many times the configured floor.
 NEAR_FLOOR: Final = 1.5
@@ -269,6 +278,17 @@ def _scan(
         if not _strings(e.get("tags"))
     ]
     findings += _isolated(everything, live)
+    findings += [
+        Finding(
+            code="no_asked_as",
+            ids=[_id(e)],
+            message=f"{_id(e)} has no asked_as: add 3-6 ways a teammate would ask for it "
+            '(update_entry {"asked_as": [...]} applies at once; `ctxkeeper edit ID --asked-as '
+            "TEXT` in a person's terminal)",
+        )
+        for e in live
+        if e.get("status") == "active" and not _strings(e.get("asked_as"))
+    ]
     return findings
 
 
@@ -530,7 +550,9 @@ def summary_line(findings: Iterable[Finding], *, duplicates: bool = True) -> str
     :param duplicates: False when the scan skipped the duplicate check (``duplicates_up_to``);
         the line then says that ``doctor --quality`` makes it.
     """
-    counts = count_by_code(findings)
+    counts = {
+        code: count for code, count in count_by_code(findings).items() if code not in DOCTOR_ONLY
+    }
     if not counts:
         return None
     parts = ", ".join(_counted(code, count) for code, count in counts.items())

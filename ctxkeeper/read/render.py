@@ -66,6 +66,7 @@ _LABELS = {
     "valid_from": "valid from",
     "valid_until": "valid until",
     "pending_changes": "pending changes",
+    "asked_as": "asked as",
 }
 
 
@@ -161,6 +162,10 @@ def block(entry: Mapping[str, JSONValue], *, fields: tuple[str, ...] | None = No
         elif isinstance(value, list) and key in ("steps", "alternatives"):
             lines.append(f"  {label}:")
             lines.extend(f"    {n}. {visible(str(item))}" for n, item in enumerate(value, start=1))
+        elif isinstance(value, list) and key == "asked_as":
+            # A phrasing may hold a semicolon; one a line keeps each whole.
+            lines.append(f"  {label}:")
+            lines.extend(f"    - {visible(str(item))}" for item in value)
         else:
             lines.append(f"  {label}: {_value(value, multiline=key in prose)}")
     return "\n".join(lines)

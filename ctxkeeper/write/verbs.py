@@ -18,12 +18,14 @@ from ctxkeeper.core.model import (
     LIVE_STATUSES,
     TEXT_MAX,
     TOMBSTONE_STATUSES,
+    changed_fields,
     check_id,
     check_kind,
     editable_view,
     new_entry,
     ordered,
     revision_of,
+    with_fields,
 )
 from ctxkeeper.core.secretscan import find_secret
 from ctxkeeper.core.text import forbidden_control, readable_length
@@ -218,12 +220,13 @@ def update_entry(
             root=store.root,
             purged=tx.state.purged,
         )
-        changed = sorted(field for field, value in clean.items() if current.get(field) != value)
+        changed = changed_fields(current, clean)
         if not changed:
             raise UsageError(f"the updates leave {entry_id} unchanged; nothing was written")
         result: JSONObject = {"id": entry_id, "changed": list(changed)}
-        if needs_review(current, actor, tx.config.review):
-            proposed = {field: clean[field] for field in changed}
+        if needs_review(current, actor, tx.config.review, changed):
+            # An emptied optional field is proposed as empty: applied, it is left out.
+            proposed = {field: clean.get(field, []) for field in changed}
             change, _ = propose(
                 tx, entry_id, "update", {"fields": proposed}, actor=actor, reason=why, at=at
             )
@@ -231,7 +234,11 @@ def update_entry(
             result.update(pending=True, change=change["change"])
         else:
             after = ordered(
-                {**current, **clean, "updated_at": at, "revision": revision_of(current) + 1}
+                {
+                    **with_fields(current, clean),
+                    "updated_at": at,
+                    "revision": revision_of(current) + 1,
+                }
             )
             tx.put("update", entry_id, after, actor=actor, reason=why, at=at)
             result["pending"] = False
