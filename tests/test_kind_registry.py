@@ -14,11 +14,11 @@ from ctxkeeper.cli.app import main
 from ctxkeeper.core import model
 from ctxkeeper.core.errors import ValidationError
 from ctxkeeper.core.model import FieldSpec, KindSpec
-from ctxkeeper.team.snapshotformat import _CHECKED_FIELDS
 from ctxkeeper.core.store import Store
 from ctxkeeper.mcp.toolcall import run_tool
 from ctxkeeper.mcp.tools import load_tools
 from ctxkeeper.read import projections
+from ctxkeeper.team.snapshotformat import _CHECKED_FIELDS
 from tests.conftest import decision_fields
 from tests.test_team_sync import git_env, run_git
 

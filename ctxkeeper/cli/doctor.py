@@ -527,8 +527,8 @@ def _repair(store: Store, found: _Findings, actor: JSONObject) -> Report:
 def _suggest_import(store: Store, kept: Mapping[str, JSONValue], done: Report) -> None:
     """Point at the team snapshot when it holds entries the repaired store does not: the
     repair could only keep what this clone's files held, and an import brings the rest back."""
-    from ctxkeeper.team import snapshot, snapshotformat
     from ctxkeeper.core.errors import SnapshotError
+    from ctxkeeper.team import snapshot, snapshotformat
 
     path = store.path("snapshot.jsonl")
     data = fsutil.read_bytes(path)

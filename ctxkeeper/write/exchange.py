@@ -30,11 +30,11 @@ from ctxkeeper.core.model import (
     editable_view,
     revision_of,
 )
+from ctxkeeper.core.wording import counted
 from ctxkeeper.team import snapshot, snapshotformat, teamlog, upstream
 from ctxkeeper.team.snapshot import default_path, digest, holds, untouched
 from ctxkeeper.team.snapshotformat import Snapshot, event_order, normal_entry, parse, same_event
 from ctxkeeper.team.snapshotpatch import CannotPatchError, line_key
-from ctxkeeper.core.wording import counted
 from ctxkeeper.write import derived, heldback
 from ctxkeeper.write.similarity import matching_tombstone
 
