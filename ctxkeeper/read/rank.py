@@ -37,7 +37,7 @@ RELEVANCE_FLOOR: Final = 0.225  # dec-022-0644 (picked leave-one-project-out)
 #: the coverage of a near miss as well as of an answer, and the floor picked the same way on the
 #: projects' phrasings is higher (evals/asked_as_study.py). Stores grow phrasings entry by
 #: entry, so the floor follows the entry, not the store.
-ASKED_AS_FLOOR: Final = 0.255
+ASKED_AS_FLOOR: Final = 0.255  # dec-031-b182
 #: Between RELEVANCE_FLOOR and this, the best match is labelled ``weak_match``: related, but it
 #: may not answer the question. The floor below which a quarter of answerable eval questions fall.
 WEAK_FLOOR: Final = 0.4

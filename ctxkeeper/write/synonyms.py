@@ -5,7 +5,7 @@ carry an idempotency key" restates "Never call the payment provider without an i
 key"). Similarity counts shared words, so a restatement made of synonyms scores as a new rule.
 Tombstone matching reads a candidate's word as the tombstone's word when both are in one class
 here, as it reads an obvious misspelling (write/similarity.py); nothing else uses the classes,
-so they never make two live entries look alike.
+so they never make two live entries look alike (dec-033-2411).
 
 A class holds words that name the same thing or act in a rule about software, whatever the
 domain. Words that change what a rule allows (may, must, never, skip) are never here: that is
