@@ -144,7 +144,7 @@ def import_snapshot(
         raise SnapshotError(
             source, None, "no snapshot here (export one with `ctxkeeper export snapshot`)"
         )
-    sha256 = digest(data)  # taken once: for the seen-file record and the checker's comparison
+    sha256 = digest(data)  # taken once: for the seen check and the seen-file record
     if holds(store.dir, source, sha256):
         return _nothing_new(store, source)  # the same bytes, rewritten (a git checkout)
     vouch = actor.get("origin") == "user" and vouched_by_actor is not False
