@@ -135,7 +135,7 @@ def _atomic_write(name: str, phase: str) -> Callable[[Callable[[], bool], random
 
 def _scope_index(phase: str) -> Callable[[Callable[[], bool], random.Random], None]:
     def install(fire: Callable[[], bool], rng: random.Random) -> None:
-        real_index, real_write = scopeindex.write_index, scopeindex._write
+        real_index, real_write = scopeindex.write_index, scopeindex.write_cache
 
         def index(
             context_dir: str, entries: object, stamp: list[int] | None = None
@@ -155,7 +155,7 @@ def _scope_index(phase: str) -> Callable[[Callable[[], bool], random.Random], No
             real_write(path, data)
 
         scopeindex.write_index = index
-        scopeindex._write = write
+        scopeindex.write_cache = write
 
     return install
 

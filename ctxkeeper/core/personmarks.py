@@ -163,17 +163,11 @@ def _checked(cache: str, inode: int, size: int) -> tuple[int, set[str]]:
 
 
 def _save(cache: str, inode: int, end: int, found: set[str]) -> None:
-    from ctxkeeper.core.scopeindex import real_dir
+    from ctxkeeper.core.scopeindex import real_dir, write_cache
 
     doc = {"inode": inode, "bytes": end, "events": sorted(found)}
     try:
         real_dir(os.path.dirname(cache))
-        tmp = f"{cache}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0))
-        try:
-            os.write(fd, json.dumps(doc).encode())
-        finally:
-            os.close(fd)
-        os.replace(tmp, cache)
+        write_cache(cache, json.dumps(doc).encode())
     except OSError:
         pass  # a cache: the next session reads the journal again

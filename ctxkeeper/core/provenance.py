@@ -154,18 +154,11 @@ def _load_cache(context_dir: str) -> tuple[int, int, dict[str, str]] | None:
 
 
 def _save_cache(context_dir: str, inode: int, size: int, found: dict[str, str]) -> None:
-    from ctxkeeper.core.scopeindex import real_dir
+    from ctxkeeper.core.scopeindex import real_dir, write_cache
 
     doc = {"version": _CACHE_VERSION, "inode": inode, "bytes": size, "approvals": found}
     try:
         cache = real_dir(os.path.join(context_dir, "cache"))
-        path = os.path.join(cache, CACHE_FILE)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0))
-        try:
-            os.write(fd, json.dumps(doc).encode())
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+        write_cache(os.path.join(cache, CACHE_FILE), json.dumps(doc).encode())
     except OSError:
         pass  # a cache: the next reader reads the journal again

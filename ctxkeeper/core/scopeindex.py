@@ -219,7 +219,8 @@ def real_dir(path: str) -> str:
     return path
 
 
-def _write(path: str, data: bytes) -> None:
+def write_cache(path: str, data: bytes) -> None:
+    """Write a derived cache file whole, never through a link planted at ``path``."""
     # A derived cache: temp file plus os.replace so readers never see half a shard. No fsync:
     # a shard lost in a crash fails to parse or mismatches, and the reader rebuilds.
     tmp = f"{path}.{os.getpid()}.tmp"
@@ -316,7 +317,7 @@ def write_index(
         digests.append(content_digest(data))
         # Most writes change one constraint: leave unchanged shards alone.
         if _read(path) != data:
-            _write(path, data)
+            write_cache(path, data)
     hard_delivery = _hard_delivery(context_dir)
     meta = {
         "version": INDEX_VERSION,
@@ -326,7 +327,7 @@ def write_index(
         "digests": digests,
         "built_from": built_from(digests, hard_delivery),
     }
-    _write(os.path.join(root, META_FILE), json.dumps(meta).encode())
+    write_cache(os.path.join(root, META_FILE), json.dumps(meta).encode())
     for name in os.listdir(root):
         path = os.path.join(root, name)
         if name.startswith("n") and name != f"n{shards}" and not os.path.islink(path):
