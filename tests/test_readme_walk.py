@@ -134,6 +134,20 @@ def with_real_ids(command: str, ids: dict[str, str]) -> str:
     return README_ID.sub(swap, command)
 
 
+def run_command(project: Path, env: dict[str, str], real: str) -> subprocess.CompletedProcess[str]:
+    """One README command as the person's shell runs it, in the project's root."""
+    return subprocess.run(
+        ["bash", "-c", real],
+        cwd=project,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
 def journal_bytes(project: Path) -> bytes:
     path = project / ".context" / "journal.jsonl"
     return path.read_bytes() if path.exists() else b""
@@ -154,16 +168,7 @@ def run_walk(tmp_path: Path) -> tuple[Path, dict[str, str], list[tuple[str, int]
         for command in block.commands:
             before = journal_bytes(project)
             real = with_real_ids(command, real_ids(project, env) if ran else {})
-            proc = subprocess.run(
-                ["bash", "-c", real],
-                cwd=project,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=120,
-                check=False,
-            )
+            proc = run_command(project, env, real)
             assert proc.returncode == block.exit_code, (
                 f"README ({block.section}): `{command}` exited {proc.returncode}, "
                 f"the README says {block.exit_code}\nstdout: {proc.stdout}\nstderr: {proc.stderr}"

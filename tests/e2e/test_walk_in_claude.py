@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import subprocess
 
 import pytest
 
@@ -32,6 +31,7 @@ from tests.test_readme_walk import (
     readme,
     readme_transcript,
     real_ids,
+    run_command,
     section,
     with_real_ids,
 )
@@ -80,16 +80,7 @@ def the_prompt(block: Block) -> str:
 def run_as_person(project: Path, env: dict[str, str], command: str) -> str:
     """One README command in the person's shell, README ids read as this run's; its output."""
     real = with_real_ids(command, real_ids(project, env)) if README_ID.search(command) else command
-    done = subprocess.run(
-        ["bash", "-c", real],
-        cwd=project,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_command(project, env, real)
     assert done.returncode == 0, f"`{command}`: {done.stdout}\n{done.stderr}"
     return done.stdout
 
