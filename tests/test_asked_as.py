@@ -261,18 +261,24 @@ class TestReviewPolicy:
         )
 
 
+#: A person's hard rule as ``add constraint`` flags.
+CHARGE_RULE = (
+    "--rule",
+    "Every charge request carries an idempotency key",
+    "--reason",
+    "On 2025-02-11 a retry storm double-charged forty customers at checkout.",
+    "--hardness",
+    "hard",
+)
+
+
 class TestCli:
     def test_add_show_history_and_review_json_carry_it(self, store: Store) -> None:
         added = cli(
             store.root,
             "add",
             "constraint",
-            "--rule",
-            "Every charge request carries an idempotency key",
-            "--reason",
-            "On 2025-02-11 a retry storm double-charged forty customers at checkout.",
-            "--hardness",
-            "hard",
+            *CHARGE_RULE,
             "--asked-as",
             ASKED[0],
             "--asked-as",
@@ -310,12 +316,7 @@ class TestCli:
             store.root,
             "add",
             "constraint",
-            "--rule",
-            "Every charge request carries an idempotency key",
-            "--reason",
-            "On 2025-02-11 a retry storm double-charged forty customers at checkout.",
-            "--hardness",
-            "hard",
+            *CHARGE_RULE,
             "--asked-as",
             "ok",
         )
