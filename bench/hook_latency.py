@@ -1,8 +1,11 @@
 """Benchmark: the PreToolUse hook's whole-process wall time, next to ``python3 -c pass``.
 
-Run ``python bench/hook_latency.py [--runs 31] [--sizes 100,1000,10000,100000]``.
+Run ``python bench/hook_latency.py [--runs 31] [--sizes 100,1000,10000,100000]
+[--project-wide 0.1]``.
 
-For each size it builds a store of that many scoped constraints in a temporary folder, in
+For each size it builds a store of that many hard constraints in a temporary folder, a share
+of them project-wide (an empty scope: ``--project-wide``, a tenth by default, as issue 24
+measures the hook) and the rest each on its own module folder, in
 one store transaction (the real ``Store.transaction`` and ``Transaction.put`` with entries
 made by ``model.clean_fields``/``new_entry``, so the journal, ``entries.json`` and the scope
 index are written by the real write path; the similarity check of ``record_entry`` is
@@ -12,7 +15,9 @@ by one hard constraint, with a fresh ``session_id`` each run so every run does t
 (index lookup, ledger read and append, the denial); and Context Keeper 0.19's
 ``hooks/scope_guard.py`` (installed from PyPI as ``context-keeper-mcp==0.19.*`` into a scratch
 venv under ``.cache/``, never copied) on the same constraints, written in its own format
-(``.context/constraints.json``), also with a fresh session each run.
+(``.context/constraints.json``, where a project-wide one is scoped ``global``), also with a
+fresh session each run. Every project-wide constraint covers the edited file, so ours, with a
+fresh session, gates on all of them at once: the worst case of a session's first edit.
 
 Beside the edit hook it times the same script on two Bash calls, as ``hooks/hooks.json`` runs
 it for the Bash tool: a write command (``sed -i`` of the same covered file, on the denying
@@ -41,7 +46,7 @@ import _common
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ctxkeeper.core._types import JSONObject
+    from ctxkeeper.core._types import JSONObject, JSONValue
 
 HOOK = os.path.join(ROOT, "hooks", "pre_tool_use.py")
 PYTHON = _common.PYTHON
@@ -70,7 +75,18 @@ def _scope(n: int) -> str:
     return f"src/pkg{n % 100}/mod{n // 100}/"
 
 
-def build_ours(project: str, size: int) -> float:
+def project_wide(n: int, share: float) -> bool:
+    """Whether constraint ``n`` has an empty scope: evenly spread, ``share`` of them in all.
+
+    Constraint 7 (the one on the edited file's folder) stays scoped at any share below 1/8."""
+    return int((n + 1) * share) > int(n * share)
+
+
+def _scopes(n: int, share: float) -> list[JSONValue]:
+    return [] if project_wide(n, share) else [_scope(n)]
+
+
+def build_ours(project: str, size: int, share: float) -> float:
     """Write ``size`` hard constraints through one store transaction; return seconds taken."""
     constraints: list[tuple[str, JSONObject]] = [
         (
@@ -79,7 +95,7 @@ def build_ours(project: str, size: int) -> float:
                 "rule": f"Module {n} validates every request body against its schema first",
                 "reason": f"Unvalidated payloads crashed worker {n} in production twice last year.",
                 "hardness": "hard",
-                "scope": [_scope(n)],
+                "scope": _scopes(n, share),
             },
         )
         for n in range(size)
@@ -87,7 +103,7 @@ def build_ours(project: str, size: int) -> float:
     return _common.build_ours(project, constraints)
 
 
-def build_peer(project: str, size: int) -> None:
+def build_peer(project: str, size: int, share: float) -> None:
     """The same constraints in Context Keeper 0.19's store format."""
     os.makedirs(os.path.join(project, ".context"), exist_ok=True)
     constraints = [
@@ -96,7 +112,8 @@ def build_peer(project: str, size: int) -> None:
             "rule": f"Module {n} validates every request body against its schema first",
             "reason": f"Unvalidated payloads crashed worker {n} in production twice last year.",
             "hardness": "absolute",
-            "scope": _scope(n),
+            # The peer's word for project-wide; its scope guard never fires on it.
+            "scope": "global" if project_wide(n, share) else _scope(n),
             "status": "active",
         }
         for n in range(size)
@@ -142,12 +159,12 @@ def _time(argv: list[str], stdin: bytes, project: str, env: dict[str, str]) -> t
     return wall, proc.stdout
 
 
-def measure(size: int, runs: int, peer: str | None, workdir: str) -> dict[str, float]:
+def measure(size: int, runs: int, peer: str | None, workdir: str, share: float) -> dict[str, float]:
     ours_dir = os.path.join(workdir, f"ours-{size}")
     peer_dir = os.path.join(workdir, f"peer-{size}")
     os.makedirs(ours_dir)
     os.makedirs(peer_dir)
-    build_s = build_ours(ours_dir, size)
+    build_s = build_ours(ours_dir, size, share)
     target = "src/pkg7/mod0/handler.py"  # covered by constraint 7 in both stores
     base_env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "PYTHON"))}
     ours_env = {**base_env, "CLAUDE_PROJECT_DIR": ours_dir}
@@ -159,7 +176,7 @@ def measure(size: int, runs: int, peer: str | None, workdir: str) -> dict[str, f
     assert b'"deny"' in _time(hook, _bash_payload(ours_dir, write), ours_dir, ours_env)[1]
     assert _time(hook, _bash_payload(ours_dir, BASH_ORDINARY), ours_dir, ours_env)[1] == b""
     if peer is not None:
-        build_peer(peer_dir, size)
+        build_peer(peer_dir, size, share)
         _, out = _time([PYTHON, *FLAGS, peer], _payload(peer_dir, target), peer_dir, peer_env)
         assert b"con-008" in out, out
     names = ("pass", "bare", "ours", "bash_write", "bash_plain", "peer")
@@ -202,8 +219,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=31)
     parser.add_argument("--sizes", default="100,1000,10000,100000")
+    parser.add_argument(
+        "--project-wide",
+        type=float,
+        default=0.1,
+        metavar="SHARE",
+        help="share of the constraints with an empty (project-wide) scope, below 0.125",
+    )
     parser.add_argument("--no-peer", action="store_true", help="leave Context Keeper 0.19 out")
     args = parser.parse_args(argv)
+    if not 0 <= args.project_wide < 0.125:
+        parser.error(
+            "--project-wide must be at least 0 and below 0.125 (constraint 7 stays scoped)"
+        )
     peer = None if args.no_peer else peer_hook()
     version = subprocess.check_output([PYTHON, "--version"], text=True).strip()
     print(f"python3: {version} ({PYTHON})")
@@ -213,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"median of {args.runs} rounds, whole-process wall time; ratio = median per-round ratio")
     print(f"every hook runs as `python3 {flags} HOOK`, the way hooks/hooks.json starts ours")
     print(f"Bash write: `{BASH_WRITE}`; Bash ordinary: `{BASH_ORDINARY}`")
+    print(f"project-wide (empty scope): {args.project_wide:.0%} of the constraints, all hard")
     columns = ["Edit (deny)", "Bash write (deny)", "Bash ordinary"]
     if peer is not None:
         columns.append("peer 0.19 Edit")
@@ -221,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---:|---:|---:|---:" + "|---:|---:" * len(columns) + "|")
     with tempfile.TemporaryDirectory(prefix="ctxk-hook-bench-") as workdir:
         for size in (int(s) for s in args.sizes.split(",")):
-            row = measure(size, args.runs, peer, workdir)
+            row = measure(size, args.runs, peer, workdir, args.project_wide)
             cells = ["ours", "bash_write", "bash_plain"] + (["peer"] if peer else [])
             print(
                 f"| {size:,} | {row['build_s']:.1f} | {row['pass_ms']:.1f} ms "

@@ -4,14 +4,21 @@ Run ``python bench/peer.py [--sizes 100,1000,10000] [--runs 21] [--writes 21]``;
 100,000-entry row is ``--sizes 100000`` (it takes a while: both stores are built first).
 
 Both systems run on the same interpreter from equally clean venvs (see ``bench/_common.py``;
-the peer is installed from PyPI into ``.cache/``, never vendored). For each size the same
-varied entries are written into a ctxkeeper store (through the real write path) and into the
-peer's store files; then, interleaved round by round so machine load falls on both alike:
+the peer is installed from PyPI into ``.cache/``, never vendored). The peer starts the way its
+users start it, by its installed ``context-keeper`` console script (``python server.py`` would
+compile the module on every start; the script imports it from its cached bytecode). For each
+size the same varied entries are written into a ctxkeeper store (through the real write path)
+and into the peer's store files; then, interleaved round by round so machine load falls on both
+alike:
 
 - warm server: ``get_context`` (a query) and ``record_entry`` over MCP stdio, one long-running
-  server each, after one warm-up call of each; median and p95 in ms, and peak RSS (VmHWM);
+  server each, after one warm-up call of each; median and p95 in ms, and peak RSS (VmHWM) twice:
+  after the timed reads (the server has made its one warm-up write) and after the timed writes
+  (``--writes``; issue 24 asks for 60);
 - one-shot CLI: ``ctxkeeper search`` beside the peer's ``context-keeper get_context``, whole
-  process, after one warm-up run (which leaves our on-disk text index);
+  process, twice over: with nothing changed since the last search (after one warm-up run, which
+  leaves our on-disk text index), and as the first search after each server has recorded one
+  more entry (untimed) while the servers stay up;
 - start-up: spawn to the ``initialize`` reply and to the ``tools/list`` reply, beside
   ``python3 -c pass`` (the base interpreter) and ``python3 -c pass`` in a clean venv.
 
@@ -80,7 +87,8 @@ def ours_server(python: str, project: str) -> list[str]:
 
 
 def peer_server(python: str) -> list[str]:
-    return [python, os.path.join(_common.peer_site(), "server.py")]
+    """The peer's installed console script (``context-keeper = server:main``), beside ``python``."""
+    return [os.path.join(os.path.dirname(python), "context-keeper")]
 
 
 def peer_arguments(kind: str, fields: JSONObject) -> JSONObject:
@@ -112,7 +120,8 @@ def _whole(argv: list[str], env: dict[str, str], cwd: str) -> float:
 def measure(size: int, runs: int, writes: int, workdir: str) -> dict[str, float]:
     ours_py, peer_py = _common.ours_venv(), _common.peer_venv()
     varied = _common.Varied()
-    items = [varied.fields(n) for n in range(size + writes + 1)]
+    cli_runs = max(3, runs // 3)
+    items = [varied.fields(n) for n in range(size + writes + 1 + cli_runs)]
     ours_dir = os.path.join(workdir, f"ours-{size}")
     peer_dir = os.path.join(workdir, f"peer-{size}")
     os.makedirs(ours_dir)
@@ -138,6 +147,7 @@ def measure(size: int, runs: int, writes: int, workdir: str) -> dict[str, float]
             query = QUERIES[n % len(QUERIES)]
             reads["ours"].append(ours.tool("get_context", {"query": query})[0])
             reads["peer"].append(peer.tool("get_context", {"query": query})[0])
+        row["rss_read_ours"], row["rss_read_peer"] = ours.peak_rss_mb(), peer.peak_rss_mb()
         wrote: dict[str, list[float]] = {"ours": [], "peer": []}
         for n in range(writes):
             kind, fields = items[size + 1 + n]
@@ -147,26 +157,32 @@ def measure(size: int, runs: int, writes: int, workdir: str) -> dict[str, float]
         ours.tool("get_context", {"query": QUERIES[1]})
         peer.tool("get_context", {"query": QUERIES[1]})
         row["rss_ours"], row["rss_peer"] = ours.peak_rss_mb(), peer.peak_rss_mb()
+        # One-shot CLI: a fresh process per question.
+        ours_cli = [ours_py, "-m", "ctxkeeper", "search", QUERIES[0], "--project-dir", ours_dir]
+        peer_cli = [*peer_server(peer_py), "get_context", json.dumps({"query": QUERIES[0]})]
+        _whole([*ours_cli, "--json"], ours_env, ours_dir)  # warm-up: leaves the on-disk index
+        _whole(peer_cli, peer_env, peer_dir)
+        cli: dict[str, list[float]] = {"ours": [], "peer": []}
+        for _ in range(cli_runs):
+            cli["ours"].append(_whole([*ours_cli, "--json"], ours_env, ours_dir))
+            cli["peer"].append(_whole(peer_cli, peer_env, peer_dir))
+        # The first search of a fresh process after a write by the (still running) server.
+        fresh: dict[str, list[float]] = {"ours": [], "peer": []}
+        for n in range(cli_runs):
+            kind, fields = items[size + 1 + writes + n]
+            ours.tool("record_entry", {"kind": kind, **fields})
+            peer.tool("record_entry", peer_arguments(kind, fields))
+            fresh["ours"].append(_whole([*ours_cli, "--json"], ours_env, ours_dir))
+            fresh["peer"].append(_whole(peer_cli, peer_env, peer_dir))
     finally:
         ours.close()
         peer.close()
-    for name, samples in (("read", reads), ("write", wrote)):
+    for name, samples in (("read", reads), ("write", wrote), ("cli", cli), ("fresh", fresh)):
         for who in ("ours", "peer"):
             row[f"{name}_{who}"] = statistics.median(samples[who]) * 1000
             row[f"{name}_{who}_p95"] = _p95(samples[who]) * 1000
         row[f"{name}_ratio"] = _ratio(samples["ours"], samples["peer"])
-    # One-shot CLI: a fresh process per question.
-    ours_cli = [ours_py, "-m", "ctxkeeper", "search", QUERIES[0], "--project-dir", ours_dir]
-    peer_cli = [peer_py, peer_server(peer_py)[1], "get_context", json.dumps({"query": QUERIES[0]})]
-    _whole([*ours_cli, "--json"], ours_env, ours_dir)  # warm-up: leaves the on-disk index
-    _whole(peer_cli, peer_env, peer_dir)
-    cli: dict[str, list[float]] = {"ours": [], "peer": []}
-    for _ in range(max(3, runs // 3)):
-        cli["ours"].append(_whole([*ours_cli, "--json"], ours_env, ours_dir))
-        cli["peer"].append(_whole(peer_cli, peer_env, peer_dir))
-    row["cli_ours"] = statistics.median(cli["ours"]) * 1000
-    row["cli_peer"] = statistics.median(cli["peer"]) * 1000
-    row["cli_ratio"] = _ratio(cli["ours"], cli["peer"])
+    row["rss_read_ratio"] = row["rss_read_ours"] / row["rss_read_peer"]
     row["rss_ratio"] = row["rss_ours"] / row["rss_peer"]
     return row
 
@@ -227,9 +243,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         "| entries | get_context median / p95 (ours) | (peer) | ratio "
         "| record_entry median / p95 (ours) | (peer) | ratio "
-        "| one-shot search (ours) | (peer) | ratio | peak RSS ours / peer | ratio |"
+        "| one-shot search (ours) | (peer) | ratio | first search after a write (ours) | (peer) "
+        "| ratio | peak RSS after reads ours / peer | ratio | after writes | ratio |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:" * 19 + "|")
     with tempfile.TemporaryDirectory(prefix="ctxk-peer-bench-") as workdir:
         for size in (int(s) for s in args.sizes.split(",")):
             r = measure(size, args.runs, args.writes, workdir)
@@ -239,6 +256,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"| {r['write_ours']:.1f} / {r['write_ours_p95']:.1f} ms "
                 f"| {r['write_peer']:.1f} / {r['write_peer_p95']:.1f} ms | {r['write_ratio']:.2f}x "
                 f"| {r['cli_ours']:.0f} ms | {r['cli_peer']:.0f} ms | {r['cli_ratio']:.2f}x "
+                f"| {r['fresh_ours']:.0f} ms | {r['fresh_peer']:.0f} ms | {r['fresh_ratio']:.2f}x "
+                f"| {r['rss_read_ours']:.0f} / {r['rss_read_peer']:.0f} MB "
+                f"| {r['rss_read_ratio']:.2f}x "
                 f"| {r['rss_ours']:.0f} / {r['rss_peer']:.0f} MB | {r['rss_ratio']:.2f}x |",
                 flush=True,
             )

@@ -61,8 +61,26 @@ def test_peer_benchmark_runs_at_a_tiny_size() -> None:
     )
     rows = [line for line in out.splitlines() if line.startswith("| ")]
     assert rows[1].startswith("| 20 |"), out
-    assert rows[1].count("x |") == 4  # read, write, one-shot and memory ratios
+    # read, write, one-shot, first search after a write, memory after reads and after writes
+    assert rows[1].count("x |") == 6
     assert any(row.startswith("| spawn to reply |") for row in rows), out
+
+
+def test_hook_latency_benchmark_runs_with_project_wide_constraints() -> None:
+    out = _script(
+        "bench/hook_latency.py",
+        "--sizes",
+        "40",
+        "--runs",
+        "1",
+        "--no-peer",
+        "--project-wide",
+        "0.1",
+    )
+    rows = [line for line in out.splitlines() if line.startswith("| ")]
+    assert rows[1].startswith("| 40 |"), out
+    assert rows[1].count("x |") == 3  # the edit hook, the Bash write and the ordinary command
+    assert "project-wide (empty scope): 10% of the constraints" in out
 
 
 def test_similarity_index_changes_no_finding_on_the_labelled_pairs() -> None:
