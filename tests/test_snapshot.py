@@ -276,6 +276,50 @@ def _written(path: Path, data: bytes) -> str:
     return str(path)
 
 
+class TestRacyStat:
+    """A file's stat proves it unchanged only when its mtime was safely older than the moment
+    it was recorded: a rewrite in the same timestamp tick keeps size, mtime and inode."""
+
+    def _rewrite_in_the_same_tick(self, path: str) -> None:
+        before = os.stat(path)
+        data = bytearray(_read(path))
+        at = data.rindex(b"Z")  # one character of a time, same length
+        data[at - 1 : at] = b"7" if data[at - 1 : at] != b"7" else b"8"
+        with open(path, "r+b") as handle:  # in place: the same inode
+            handle.write(bytes(data))
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+        after = os.stat(path)
+        assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
+            before.st_size,
+            before.st_mtime_ns,
+            before.st_ino,
+        )
+
+    def test_a_rewrite_in_the_tick_it_was_written_is_read(self, filled: Store) -> None:
+        path = snapshot.default_path(filled.dir)
+        assert not snapshot.unseen(filled.dir, path)
+        self._rewrite_in_the_same_tick(path)
+        assert snapshot.unseen(filled.dir, path)
+        assert not snapshot.untouched(filled.dir, path)
+
+    def test_a_file_recorded_well_after_its_mtime_is_passed_over_by_stat(
+        self, filled: Store
+    ) -> None:
+        # The control: the same file, its mtime two seconds and more before it was recorded,
+        # is answered by stat alone, unread.
+        path = snapshot.default_path(filled.dir)
+        past = os.stat(path).st_mtime_ns - 3 * snapshot.RACY_NS
+        os.utime(path, ns=(past, past))
+        snapshot.remember(filled.dir, path, snapshot.digest(_read(path)))
+        assert snapshot.untouched(filled.dir, path)
+        assert not snapshot.unseen(filled.dir, path)
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
 class TestGitSetup:
     def test_init_adds_the_union_line_once_and_keeps_the_rest(self, project: Path) -> None:
         (project / ".gitattributes").write_bytes(b"*.png binary")

@@ -8,10 +8,12 @@ drop their work from the next commit (con-014-3998).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import sys
+import time
 from typing import Final
 
 from ctxkeeper.core import fsutil, journal
@@ -39,6 +41,13 @@ def default_path(context_dir: str) -> str:
 
 def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+#: A file's ``stat`` proves it unchanged only when its mtime was at least this much older than
+#: the moment its identity was recorded. A rewrite within the same timestamp tick (coarse on many
+#: file systems, two seconds on some) keeps size, mtime and, in place, the inode: such a "racy"
+#: record is settled by the content's digest instead, as git treats a racily clean index entry.
+RACY_NS: Final = 2_000_000_000
 
 
 def _identity(path: str) -> list[JSONValue] | None:
@@ -70,14 +79,16 @@ def remember(context_dir: str, path: str, sha256: str, *, head: str | None = Non
         written from this clone's journal: only a snapshot known to be that current is patched.
     """
     seen = _read_seen(context_dir)
-    record: dict[str, JSONValue] = {"sha256": sha256, "identity": _identity(path)}
+    record: dict[str, JSONValue] = {
+        "sha256": sha256,
+        "identity": _identity(path),
+        "recorded_ns": time.time_ns(),
+    }
     if head is not None:
         record["journal_head"] = head
     seen[os.path.abspath(path)] = record
     os.makedirs(os.path.dirname(_seen_path(context_dir)), exist_ok=True)
-    # A derived cache: if a crash loses it, the next session start imports again (idempotent).
-    document = json.dumps(seen, sort_keys=True).encode()
-    fsutil.write_atomic(_seen_path(context_dir), document, durable=False)
+    _write_seen(context_dir, seen)
 
 
 def _head(records: list[JSONObject]) -> str:
@@ -102,10 +113,33 @@ def unseen(context_dir: str, path: str) -> bool:
     record = _record(context_dir, path)
     if record is None:
         return True
-    if record.get("identity") == identity:
+    if _stat_proves(record, identity):
         return False
     data = fsutil.read_bytes(path)
-    return data is not None and not _holds(record, digest(data))
+    if data is None:
+        return False
+    return not holds(context_dir, path, digest(data))
+
+
+def _stat_proves(record: Mapping[str, JSONValue], identity: list[JSONValue]) -> bool:
+    """True when the file's ``stat`` alone shows it is the one ``record`` was taken of."""
+    if record.get("identity") != identity:
+        return False
+    mtime, recorded = identity[1], record.get("recorded_ns")
+    return isinstance(mtime, int) and isinstance(recorded, int) and mtime + RACY_NS <= recorded
+
+
+def _rerecord(context_dir: str, path: str, record: Mapping[str, JSONValue]) -> None:
+    seen = _read_seen(context_dir)
+    seen[os.path.abspath(path)] = {**record, "recorded_ns": time.time_ns()}
+    with contextlib.suppress(OSError):  # a cache: the next check hashes the file again
+        _write_seen(context_dir, seen)
+
+
+def _write_seen(context_dir: str, seen: Mapping[str, JSONValue]) -> None:
+    # A derived cache: if a crash loses it, the next session start imports again (idempotent).
+    document = json.dumps(seen, sort_keys=True).encode()
+    fsutil.write_atomic(_seen_path(context_dir), document, durable=False)
 
 
 def forget(context_dir: str, path: str) -> None:
@@ -113,8 +147,7 @@ def forget(context_dir: str, path: str) -> None:
     less), so the next import must read it and the next refresh must wait for that import."""
     seen = _read_seen(context_dir)
     if seen.pop(os.path.abspath(path), None) is not None:
-        document = json.dumps(seen, sort_keys=True).encode()
-        fsutil.write_atomic(_seen_path(context_dir), document, durable=False)
+        _write_seen(context_dir, seen)
 
 
 def untouched(context_dir: str, path: str) -> bool:
@@ -122,12 +155,21 @@ def untouched(context_dir: str, path: str) -> bool:
     imported there (so it holds nothing new, and need not be read)."""
     identity = _identity(path)
     record = _record(context_dir, path)
-    return identity is not None and record is not None and record.get("identity") == identity
+    return identity is not None and record is not None and _stat_proves(record, identity)
 
 
 def holds(context_dir: str, path: str, sha256: str) -> bool:
-    """True when this clone wrote or imported bytes of this :func:`digest` at ``path``."""
-    return _holds(_record(context_dir, path), sha256)
+    """True when this clone wrote or imported bytes of this :func:`digest` at ``path``; a
+    racy record of the same file is taken again, so the next check answers by ``stat``."""
+    record = _record(context_dir, path)
+    if not _holds(record, sha256):
+        return False
+    assert record is not None
+    identity = _identity(path)
+    racy = identity is not None and not _stat_proves(record, identity)
+    if racy and record.get("identity") == identity:
+        _rerecord(context_dir, path, record)
+    return True
 
 
 def _holds(record: dict[str, JSONValue] | None, sha256: str) -> bool:
@@ -150,8 +192,7 @@ def _expect(context_dir: str, path: str, sha256: str) -> None:
         "pending_sha256": sha256,
     }
     os.makedirs(os.path.dirname(_seen_path(context_dir)), exist_ok=True)
-    document = json.dumps(seen, sort_keys=True).encode()
-    fsutil.write_atomic(_seen_path(context_dir), document, durable=False)
+    _write_seen(context_dir, seen)
 
 
 def write(
@@ -260,8 +301,7 @@ def _note_failure(context_dir: str, path: str, detail: str) -> None:
             _FAILED: detail[:1000],
         }
         os.makedirs(os.path.dirname(_seen_path(context_dir)), exist_ok=True)
-        document = json.dumps(seen, sort_keys=True).encode()
-        fsutil.write_atomic(_seen_path(context_dir), document, durable=False)
+        _write_seen(context_dir, seen)
     except (OSError, StoreError):
         pass
 
