@@ -47,7 +47,7 @@ def digest(data: bytes) -> str:
 #: the moment its identity was recorded. A rewrite within the same timestamp tick (coarse on many
 #: file systems, two seconds on some) keeps size, mtime and, in place, the inode: such a "racy"
 #: record is settled by the content's digest instead, as git treats a racily clean index entry.
-RACY_NS: Final = 2_000_000_000
+RACY_NS: Final = 2_000_000_000  # dec-034-36a2
 
 
 def _identity(path: str) -> list[JSONValue] | None:
