@@ -132,10 +132,11 @@ class _KindHelp(argparse.Action):
         if kind not in KINDS:
             parser.print_help()
             parser.exit()
-        what, example = fieldflags.KIND_HELP.get(str(kind), (f"Record a {kind}.", ""))
+        spec = kind_spec(str(kind))
+        example = spec.example
         shown = _Parser(
             prog=f"{parser.prog} {kind}",
-            description=what,
+            description=spec.about or f"Record a {kind}.",
             epilog=fieldflags.FLOORS_NOTE + (f"\n\nexample:\n  {example}" if example else ""),
             formatter_class=_DescribedFormatter,
             add_help=False,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Final
 
 from ctxkeeper.core.errors import UsageError
-from ctxkeeper.core.model import CONTRACT_FLOORS, KIND_FIELDS, kind_spec, kind_specs
+from ctxkeeper.core.model import KIND_FIELDS, kind_spec, kind_specs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -39,21 +39,9 @@ def inputs() -> tuple[tuple[str, ...], tuple[str, ...]]:
     return (*scalars, *common), (*lists, *_COMMON_LISTS)
 
 
-#: What each field holds, in the words of ``--help``; floors are added from the model.
-_FIELD_HELP: Final = {
-    "summary": "what was decided, in one line",
-    "problem": "what forced a choice",
-    "why_chosen": "why this option won",
-    "alternatives": "an option not chosen and why it lost; repeat the flag for each",
-    "rule": "what must (or must not) be done",
-    "reason": "why: the incident or cost behind the rule",
-    "hardness": (
-        "hard: the agent's first edit of a file in its scope is held back until it has read "
-        "the rule; soft: the rule rides along with that edit"
-    ),
-    "name": "the procedure's name",
-    "purpose": "what the procedure achieves and when to run it",
-    "steps": "one step, in order; repeat the flag for each",
+#: What each common field holds, in the words of ``--help``; a kind's own fields say theirs in
+#: their spec (``FieldSpec.help``).
+_COMMON_HELP: Final = {
     "scope": (
         "a repository-relative file or directory the entry governs (src/billing/ or "
         "db/schema.sql); repeat for more; none means the whole project"
@@ -89,28 +77,21 @@ def field_help(field: str, kind: str | None = None) -> str:
     Without ``kind`` (``edit``, which takes any kind's fields) it names the kind it belongs
     to instead of requiring it.
     """
-    owner = next((k for k, fields in KIND_FIELDS.items() if field in fields), None)
-    text = _FIELD_HELP.get(field) or _prompt(owner, field)
-    floors: Mapping[str, int] = CONTRACT_FLOORS.get(owner or "", {})
-    if field == "steps":
-        floor = f"at least {floors['steps']}, each at least {floors['step']} characters"
-    elif field in floors:
-        floor = f"at least {floors[field]} characters"
+    owner = next((spec for spec in kind_specs() if field in spec.field_names), None)
+    own = next((f for f in owner.fields if f.name == field), None) if owner else None
+    if own is None:
+        text, floor = _COMMON_HELP.get(field, field.replace("_", " ")), ""
     else:
-        floor = ""
+        text = own.help or own.prompt
+        if own.item_key:
+            floor = f"at least {own.floor}, each at least {own.item_floor} characters"
+        else:
+            floor = f"at least {own.floor} characters" if own.floor else ""
     if kind is None:
-        prefix = f"{owner}: " if owner else ""
+        prefix = f"{owner.name}: " if owner else ""
         return prefix + text + (f" ({floor})" if floor else "")
-    required = owner == kind and field != "alternatives"
-    state = "required" if required else "optional"
+    state = "required" if field in kind_spec(kind).required_fields else "optional"
     return f"{text} ({state}{'; ' + floor if floor else ''})"
-
-
-def _prompt(owner: str | None, field: str) -> str:
-    """What the kind's spec asks a person for: the help of a field this table does not word."""
-    if owner is None:
-        return field.replace("_", " ")
-    return next(f.prompt for f in kind_spec(owner).fields if f.name == field)
 
 
 def add_flags(
@@ -136,42 +117,6 @@ def add_flags(
         )
 
 
-#: What ``add KIND --help`` says first, and the example it ends with.
-KIND_HELP: Final = {
-    "decision": (
-        (
-            "Record a decision: what was chosen, the problem that forced a choice, why this "
-            "option won, and the alternatives that lost."
-        ),
-        (
-            'ctxkeeper add decision --summary "Queue jobs in SQLite in WAL mode" --problem '
-            '"The job queue needs durable local storage without running another server" '
-            '--why-chosen "SQLite ships with Python and WAL lets readers run beside the single '
-            'writer we have" --alternatives "Redis: one more service to run and fail over"'
-        ),
-    ),
-    "constraint": (
-        (
-            "Record a constraint: a rule and the reason behind it. A hard constraint holds "
-            "back the agent's first edit of each file in its scope in a session, with the rule "
-            "as the reason, so the agent reads it before the change lands; a soft one rides "
-            "along with that edit. Without --scope it covers the whole project."
-        ),
-        (
-            'ctxkeeper add constraint --rule "Never edit a migration that has been applied" '
-            '--reason "In March an edited migration left staging and production with '
-            'different schemas" --hardness hard --scope db/migrations/'
-        ),
-    ),
-    "pipeline": (
-        "Record a pipeline: a named procedure and its steps, in order.",
-        (
-            'ctxkeeper add pipeline --name Release --purpose "Ship a tagged build to '
-            'production with a rollback point ready" --steps "Tag the release commit on main" '
-            '--steps "Run the smoke suite against staging"'
-        ),
-    ),
-}
 FLOORS_NOTE: Final = (
     "Floors count characters as read; .context/config.json may raise them. A person's entry "
     "is active at once; run under an agent, it is a proposal awaiting a person's review."

@@ -77,6 +77,8 @@ class FieldSpec:
     coverage_credit: float = 0.0
     #: The label projections and views show.
     label: str = ""
+    #: What it holds, in the words of the CLI's ``--help`` (floors are added from the spec).
+    help: str = ""
 
     @property
     def shown_as(self) -> str:
@@ -110,6 +112,9 @@ class KindSpec:
     named_by: str = ""
     #: Where its section sits in DECISIONS.md and the rules files (lower first).
     projection_rank: int = 9
+    #: What ``ctxkeeper add KIND --help`` says first, and the example it ends with.
+    about: str = ""
+    example: str = ""
 
     @cached_property
     def field_names(self) -> tuple[str, ...]:
@@ -150,6 +155,7 @@ DECISION: Final = KindSpec(
         FieldSpec(
             "summary",
             "summary: what was decided, in one line",
+            help="what was decided, in one line",
             floor=20,
             search_weight=3.0,
             coverage_credit=1.0,
@@ -157,6 +163,7 @@ DECISION: Final = KindSpec(
         FieldSpec(
             "problem",
             "problem: what forced a choice",
+            help="what forced a choice",
             floor=40,
             multiline=True,
             search_weight=1.5,
@@ -165,12 +172,19 @@ DECISION: Final = KindSpec(
         FieldSpec(
             "why_chosen",
             "why chosen: why this option won",
+            help="why this option won",
             floor=60,
             multiline=True,
             search_weight=1.0,
             coverage_credit=0.5,
         ),
-        FieldSpec("alternatives", "alternative", is_list=True, search_weight=0.6),
+        FieldSpec(
+            "alternatives",
+            "alternative",
+            is_list=True,
+            search_weight=0.6,
+            help="an option not chosen and why it lost; repeat the flag for each",
+        ),
     ),
     headline="summary",
     rationale="why_chosen",
@@ -180,6 +194,16 @@ DECISION: Final = KindSpec(
     mcp_line="decision: summary 20+ chars, problem 40+, why_chosen 60+, alternatives.",
     in_rules=True,
     projection_rank=1,
+    about=(
+        "Record a decision: what was chosen, the problem that forced a choice, why this "
+        "option won, and the alternatives that lost."
+    ),
+    example=(
+        'ctxkeeper add decision --summary "Queue jobs in SQLite in WAL mode" --problem '
+        '"The job queue needs durable local storage without running another server" '
+        '--why-chosen "SQLite ships with Python and WAL lets readers run beside the single '
+        'writer we have" --alternatives "Redis: one more service to run and fail over"'
+    ),
 )
 CONSTRAINT: Final = KindSpec(
     name="constraint",
@@ -189,6 +213,7 @@ CONSTRAINT: Final = KindSpec(
         FieldSpec(
             "rule",
             "rule: what must (or must not) be done",
+            help="what must (or must not) be done",
             floor=15,
             search_weight=3.0,
             coverage_credit=1.0,
@@ -196,6 +221,7 @@ CONSTRAINT: Final = KindSpec(
         FieldSpec(
             "reason",
             "reason: the incident or cost behind the rule",
+            help="why: the incident or cost behind the rule",
             floor=40,
             multiline=True,
             search_weight=1.0,
@@ -204,6 +230,10 @@ CONSTRAINT: Final = KindSpec(
         FieldSpec(
             "hardness",
             "hardness: hard (stops the first edit until read) or soft",
+            help=(
+                "hard: the agent's first edit of a file in its scope is held back until it has "
+                "read the rule; soft: the rule rides along with that edit"
+            ),
             choices=HARDNESS,
             choices_help=(
                 "'hard' (the first edit of a covered file is stopped until the rule is read) "
@@ -219,16 +249,35 @@ CONSTRAINT: Final = KindSpec(
     mcp_line="constraint: rule 15+, reason 40+ (the incident), hardness.",
     in_rules=True,
     projection_rank=0,
+    about=(
+        "Record a constraint: a rule and the reason behind it. A hard constraint holds "
+        "back the agent's first edit of each file in its scope in a session, with the rule "
+        "as the reason, so the agent reads it before the change lands; a soft one rides "
+        "along with that edit. Without --scope it covers the whole project."
+    ),
+    example=(
+        'ctxkeeper add constraint --rule "Never edit a migration that has been applied" '
+        '--reason "In March an edited migration left staging and production with '
+        'different schemas" --hardness hard --scope db/migrations/'
+    ),
 )
 PIPELINE: Final = KindSpec(
     name="pipeline",
     prefix="pip",
     title="Pipelines",
     fields=(
-        FieldSpec("name", "name", floor=3, search_weight=3.0, coverage_credit=1.0),
+        FieldSpec(
+            "name",
+            "name",
+            floor=3,
+            search_weight=3.0,
+            coverage_credit=1.0,
+            help="the procedure's name",
+        ),
         FieldSpec(
             "purpose",
             "purpose: what the procedure achieves and when to run it",
+            help="what the procedure achieves and when to run it",
             floor=40,
             multiline=True,
             search_weight=1.5,
@@ -244,6 +293,7 @@ PIPELINE: Final = KindSpec(
             sequence=True,
             search_weight=0.8,
             coverage_credit=1.0,
+            help="one step, in order; repeat the flag for each",
         ),
     ),
     headline="name",
@@ -254,6 +304,12 @@ PIPELINE: Final = KindSpec(
     mcp_line="pipeline: name, purpose 40+, steps 10+ each.",
     named_by="name",
     projection_rank=2,
+    about="Record a pipeline: a named procedure and its steps, in order.",
+    example=(
+        'ctxkeeper add pipeline --name Release --purpose "Ship a tagged build to '
+        'production with a rollback point ready" --steps "Tag the release commit on main" '
+        '--steps "Run the smoke suite against staging"'
+    ),
 )
 
 #: The kinds by name, in display order. Change it only through :func:`register_kind`.
