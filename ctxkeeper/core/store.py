@@ -265,8 +265,8 @@ class Store:
         if readable.skipped and (key, view) not in _WARNED:
             _WARNED.add((key, view))
             _notice(
-                f"warning: {len(readable.skipped)} malformed entr"
-                f"{'y' if len(readable.skipped) == 1 else 'ies'} in {self.path(ENTRIES_FILE)} "
+                f"warning: {counted(len(readable.skipped), 'malformed entry', 'malformed entries')}"
+                f" in {self.path(ENTRIES_FILE)} "
                 f"left out of reads ({', '.join(sorted(readable.skipped))}); "
                 "run `ctxkeeper doctor`"
             )

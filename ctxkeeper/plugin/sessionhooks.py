@@ -222,11 +222,12 @@ def _unmade_note(store: Store) -> str | None:
     count = personmarks.unmade_count(store.dir)
     if not count:
         return None
+    from ctxkeeper.core.wording import counted
+
+    names, them = ("names", "it") if count == 1 else ("name", "them")
     return (
-        f"ctxkeeper: {count} journal record{'s' if count > 1 else ''} name{'' if count > 1 else 's'}"
-        " a person but no ctxkeeper write in this clone made "
-        f"{'them' if count > 1 else 'it'}: `ctxkeeper doctor` lists "
-        f"{'them' if count > 1 else 'it'} for your review."
+        f"ctxkeeper: {counted(count, 'journal record')} {names} a person but no ctxkeeper "
+        f"write in this clone made {them}: `ctxkeeper doctor` lists {them} for your review."
     )
 
 

@@ -158,7 +158,7 @@ def check_drift(
         notes.append(
             "this is a shallow clone: "
             + (
-                f"{unseen} entr{'y was' if unseen == 1 else 'ies were'} verified before the "
+                f"{counted(unseen, 'entry was', 'entries were')} verified before the "
                 "history it holds (unseen: true); `git fetch --unshallow` lets them be checked"
                 if unseen
                 else "every entry's starting point is within the history it holds"
@@ -258,7 +258,7 @@ def _one_pass(root: str, repo: Repo, items: list[_Item], notes: list[str]) -> li
             )
     if missing and not repo.shallow and not cut:
         notes.append(
-            f"{missing} entr{'y was' if missing == 1 else 'ies were'} verified at commits this "
+            f"{counted(missing, 'entry was', 'entries were')} verified at commits this "
             "clone does not hold (unseen: true); their commits are counted by time"
         )
     _assign(repo.head, log, items, shallow=repo.shallow or cut, side=side, boundary=boundary)
