@@ -118,7 +118,7 @@ def unseen(context_dir: str, path: str) -> bool:
     data = fsutil.read_bytes(path)
     if data is None:
         return False
-    return not holds(context_dir, path, digest(data))
+    return not _settle(context_dir, path, record, digest(data))
 
 
 def _stat_proves(record: Mapping[str, JSONValue], identity: list[JSONValue]) -> bool:
@@ -161,10 +161,13 @@ def untouched(context_dir: str, path: str) -> bool:
 def holds(context_dir: str, path: str, sha256: str) -> bool:
     """True when this clone wrote or imported bytes of this :func:`digest` at ``path``; a
     racy record of the same file is taken again, so the next check answers by ``stat``."""
-    record = _record(context_dir, path)
-    if not _holds(record, sha256):
+    return _settle(context_dir, path, _record(context_dir, path), sha256)
+
+
+def _settle(context_dir: str, path: str, record: dict[str, JSONValue] | None, sha256: str) -> bool:
+    """:func:`holds`, given the file's record as read."""
+    if record is None or not _holds(record, sha256):
         return False
-    assert record is not None
     identity = _identity(path)
     racy = identity is not None and not _stat_proves(record, identity)
     if racy and record.get("identity") == identity:
