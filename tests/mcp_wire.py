@@ -25,6 +25,21 @@ TEE_SERVER = os.path.join(E2E_DIR, "tee_server.py")
 SCHEMA_DIR = os.path.join(os.path.dirname(REPO_ROOT), "shared", "reference", "mcp-schema")
 MODERN = "2026-07-28"
 
+#: A client's start of a session on the wire: ``initialize``, then ``notifications/initialized``.
+HANDSHAKE: list[JSONObject] = [
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "ctxkeeper-tests", "version": "0"},
+        },
+    },
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+]
+
 #: The result definition each method's reply must match (mcp.md §13).
 RESULT_DEFINITIONS = {
     "initialize": "InitializeResult",

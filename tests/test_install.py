@@ -16,6 +16,7 @@ import pytest
 
 import ctxkeeper
 from tests.checkout import clean_copy
+from tests.mcp_wire import HANDSHAKE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -91,17 +92,7 @@ def test_init_then_serve_over_stdio(tool_venv: Path, tmp_path: Path) -> None:
     add = ["ctxkeeper", "add", "constraint", "--rule", rule, "--reason", reason]
     run([*add, "--hardness", "hard"], project, env)
     messages: list[JSONObject] = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "ctxkeeper-tests", "version": "0"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        *HANDSHAKE,
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}},
         {
             "jsonrpc": "2.0",

@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 from tests.e2e.model_standin import ModelStandin, ToolCall
-from tests.mcp_wire import CLIENTS_DIR, REPO_ROOT, person_path, require_client
+from tests.mcp_wire import CLIENTS_DIR, HANDSHAKE, REPO_ROOT, person_path, require_client
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -230,20 +230,7 @@ def mcp_exchange(
     env: dict[str, str] | None = None,
 ) -> list[JSONObject]:
     """Start the launcher as ``.mcp.json`` does, initialize, send ``calls``; return the replies."""
-    handshake: list[JSONObject] = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "ctxkeeper-tests", "version": "0"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-    ]
-    lines = "".join(json.dumps(m) + "\n" for m in [*handshake, *calls])
+    lines = "".join(json.dumps(m) + "\n" for m in [*HANDSHAKE, *calls])
     done = subprocess.run(
         [sys.executable, "-I", LAUNCHER],
         input=lines,
